@@ -1,0 +1,253 @@
+package gitstore
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"k8s.io/klog/v2"
+
+	"github.com/heaven-dev/heaven/pkg/gitstore/gitrepo"
+)
+
+// Branch is the keyspace of one git branch. All methods are safe for
+// concurrent use.
+//
+// One goroutine, the writer (writer.go), owns every change: it evaluates
+// transactions, commits them, and picks up commits made by others. Readers
+// see the index at the committed revision, so a write is visible only once it
+// is durable.
+type Branch struct {
+	name string
+	ref  plumbing.ReferenceName
+	git  *gitrepo.Repo
+	opts Options
+	log  klog.Logger
+
+	// mu guards the index and the revisions below. Lock order: Branch.mu
+	// before leases.mu.
+	mu        sync.RWMutex
+	x         *index
+	committed int64         // highest durable revision, what readers see
+	changed   chan struct{} // closed (and replaced) when committed advances
+	closedErr error         // set once the branch is closed
+
+	// Writer-only state.
+	latest int64                   // last revision handed out (≥ committed)
+	head   plumbing.Hash           // the branch head the index reflects
+	tree   plumbing.Hash           // head's tree
+	mirror *treeMirror             // head's tree, patched per commit
+	chain  map[plumbing.Hash]int64 // first-parent chain: commit → its last revision
+
+	leases *lessor
+	reqs   chan *writeRequest
+	stop   chan struct{}
+	done   chan struct{}
+}
+
+func openBranch(ctx context.Context, git *gitrepo.Repo, name string, leases *lessor, opts Options) (*Branch, error) {
+	b := &Branch{
+		name:    name,
+		ref:     plumbing.NewBranchReferenceName(name),
+		git:     git,
+		opts:    opts,
+		log:     klog.FromContext(ctx).WithValues("branch", name),
+		x:       newIndex(),
+		changed: make(chan struct{}),
+		chain:   map[plumbing.Hash]int64{},
+		leases:  leases,
+		reqs:    make(chan *writeRequest, 1024),
+		stop:    make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	// An empty keyspace is at revision 1, as a new etcd is.
+	b.committed, b.latest = 1, 1
+	if err := b.rebuild(); err != nil {
+		return nil, fmt.Errorf("branch %s: %w", name, err)
+	}
+	go b.run()
+	return b, nil
+}
+
+func (b *Branch) Name() string { return b.name }
+
+// Revision is the current (durable) revision.
+func (b *Branch) Revision() int64 {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.committed
+}
+
+// CompactRevision is the revision of the last compaction (0 if none).
+func (b *Branch) CompactRevision() int64 {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.x.compact
+}
+
+// Head is the commit the branch's current revision reflects.
+func (b *Branch) Head() plumbing.Hash {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.head
+}
+
+// Range reads keys at the current or an earlier revision: values come from
+// memory, or from git blobs for history rebuilt at open. Returns
+// ErrCompacted for revisions before the compaction point and ErrFutureRev for
+// revisions not reached yet.
+func (b *Branch) Range(ctx context.Context, r *pb.RangeRequest) (*pb.RangeResponse, error) {
+	if len(r.Key) == 0 {
+		return nil, ErrEmptyKey
+	}
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if b.closedErr != nil {
+		return nil, b.closedErr
+	}
+	rev := b.committed
+	if r.Revision > 0 {
+		if r.Revision > b.committed {
+			return nil, ErrFutureRev
+		}
+		if r.Revision < b.x.compact {
+			return nil, ErrCompacted
+		}
+		rev = r.Revision
+	}
+	resp, err := rangeAt(b.x, r, rev, b.loadValue)
+	if err != nil {
+		return nil, err
+	}
+	resp.Header.Revision = b.committed
+	return resp, nil
+}
+
+// Put writes one key; it returns after the write is durable.
+func (b *Branch) Put(ctx context.Context, r *pb.PutRequest) (*pb.PutResponse, error) {
+	resp, err := b.Txn(ctx, &pb.TxnRequest{Success: []*pb.RequestOp{{Request: &pb.RequestOp_RequestPut{RequestPut: r}}}})
+	if err != nil {
+		return nil, err
+	}
+	pr := resp.Responses[0].GetResponsePut()
+	pr.Header = resp.Header
+	return pr, nil
+}
+
+// DeleteRange deletes keys; it returns after the delete is durable.
+func (b *Branch) DeleteRange(ctx context.Context, r *pb.DeleteRangeRequest) (*pb.DeleteRangeResponse, error) {
+	resp, err := b.Txn(ctx, &pb.TxnRequest{Success: []*pb.RequestOp{{Request: &pb.RequestOp_RequestDeleteRange{RequestDeleteRange: r}}}})
+	if err != nil {
+		return nil, err
+	}
+	dr := resp.Responses[0].GetResponseDeleteRange()
+	dr.Header = resp.Header
+	return dr, nil
+}
+
+// Txn evaluates compares and applies then or else. A txn that writes takes
+// one revision and returns after it is durable; a read-only txn is answered
+// at the committed revision without waiting for the writer.
+func (b *Branch) Txn(ctx context.Context, r *pb.TxnRequest) (*pb.TxnResponse, error) {
+	if readOnly(r) {
+		return b.readTxn(r)
+	}
+	return b.submit(ctx, &writeRequest{txn: r})
+}
+
+func (b *Branch) readTxn(r *pb.TxnRequest) (*pb.TxnResponse, error) {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if b.closedErr != nil {
+		return nil, b.closedErr
+	}
+	a := &txnApplier{x: b.x, base: b.committed, load: b.loadValue}
+	resp, err := a.txn(r)
+	if err != nil {
+		return nil, err
+	}
+	resp.Header = &pb.ResponseHeader{Revision: b.committed}
+	return resp, nil
+}
+
+func readOnly(r *pb.TxnRequest) bool {
+	for _, ops := range [][]*pb.RequestOp{r.Success, r.Failure} {
+		for _, op := range ops {
+			switch o := op.Request.(type) {
+			case *pb.RequestOp_RequestRange:
+			case *pb.RequestOp_RequestTxn:
+				if !readOnly(o.RequestTxn) {
+					return false
+				}
+			default:
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// Compact discards history before rev. ErrCompacted when the branch is
+// already compacted at or after rev, ErrFutureRev when rev is not reached.
+func (b *Branch) Compact(ctx context.Context, rev int64) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closedErr != nil {
+		return b.closedErr
+	}
+	if rev <= b.x.compact {
+		return ErrCompacted
+	}
+	if rev > b.committed {
+		return ErrFutureRev
+	}
+	b.x.compactTo(rev)
+	b.log.V(2).Info("Compacted", "revision", rev)
+	return nil
+}
+
+// loadValue returns a record's value, reading its blob from git when it is
+// not in memory. Safe under b.mu (read or write).
+func (b *Branch) loadValue(r *record) ([]byte, error) {
+	if r.loaded || r.blob.IsZero() {
+		return r.value, nil
+	}
+	return readValue(b.git, r.blob, r.ext)
+}
+
+func readValue(git *gitrepo.Repo, blob plumbing.Hash, ext string) ([]byte, error) {
+	bl, err := object.GetBlob(git.Storer(), blob)
+	if err != nil {
+		return nil, fmt.Errorf("read blob %s: %w", blob, err)
+	}
+	rd, err := bl.Reader()
+	if err != nil {
+		return nil, err
+	}
+	defer rd.Close()
+	content, err := io.ReadAll(rd)
+	if err != nil {
+		return nil, err
+	}
+	return DecodeValue(content, ext)
+}
+
+// close stops the writer, then cancels watchers and fails readers.
+func (b *Branch) close() {
+	select {
+	case <-b.stop:
+	default:
+		close(b.stop)
+	}
+	<-b.done
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closedErr == nil {
+		b.closedErr = ErrClosed
+		close(b.changed) // wakes watchers, which see closedErr
+	}
+}

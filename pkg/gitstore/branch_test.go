@@ -1,0 +1,309 @@
+package gitstore
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+)
+
+func openTestRepo(t *testing.T, dir string) *Repository {
+	t.Helper()
+	r, err := Open(dir, Options{PollInterval: 20 * time.Millisecond})
+	require.NoError(t, err)
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+func openTestBranch(t *testing.T) (*Repository, *Branch, string) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "heavens.git")
+	r := openTestRepo(t, dir)
+	b, err := r.Branch(context.Background(), "team-a")
+	require.NoError(t, err)
+	return r, b, dir
+}
+
+func put(t *testing.T, b *Branch, key, value string) int64 {
+	t.Helper()
+	resp, err := b.Put(context.Background(), &pb.PutRequest{Key: []byte(key), Value: []byte(value)})
+	require.NoError(t, err)
+	return resp.Header.Revision
+}
+
+func get(t *testing.T, b *Branch, key string, rev int64) *mvccpb.KeyValue {
+	t.Helper()
+	resp, err := b.Range(context.Background(), &pb.RangeRequest{Key: []byte(key), Revision: rev})
+	require.NoError(t, err)
+	if len(resp.Kvs) == 0 {
+		return nil
+	}
+	return resp.Kvs[0]
+}
+
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "git %v: %s", args, out)
+	return string(out)
+}
+
+func TestPutRangeRevisions(t *testing.T) {
+	_, b, _ := openTestBranch(t)
+	require.Equal(t, int64(1), b.Revision())
+	r1 := put(t, b, "/registry/cm/a", `{"v":1}`)
+	r2 := put(t, b, "/registry/cm/a", `{"v":2}`)
+	r3 := put(t, b, "/registry/cm/b", "plain")
+	require.Equal(t, []int64{2, 3, 4}, []int64{r1, r2, r3})
+
+	kv := get(t, b, "/registry/cm/a", 0)
+	require.Equal(t, `{"v":2}`, string(kv.Value))
+	require.Equal(t, int64(2), kv.CreateRevision)
+	require.Equal(t, int64(3), kv.ModRevision)
+	require.Equal(t, int64(2), kv.Version)
+
+	old := get(t, b, "/registry/cm/a", 2)
+	require.Equal(t, `{"v":1}`, string(old.Value))
+	require.Nil(t, get(t, b, "/registry/cm/b", 3))
+
+	resp, err := b.Range(context.Background(), &pb.RangeRequest{Key: []byte("/registry/"), RangeEnd: []byte("/registry0"), Limit: 1})
+	require.NoError(t, err)
+	require.Len(t, resp.Kvs, 1)
+	require.Equal(t, int64(2), resp.Count)
+	require.True(t, resp.More)
+
+	resp, err = b.Range(context.Background(), &pb.RangeRequest{Key: []byte("/registry/"), RangeEnd: []byte("/registry0"), CountOnly: true})
+	require.NoError(t, err)
+	require.Equal(t, int64(2), resp.Count)
+	require.Empty(t, resp.Kvs)
+
+	_, err = b.Range(context.Background(), &pb.RangeRequest{Key: []byte("/x"), Revision: 99})
+	require.ErrorIs(t, err, ErrFutureRev)
+}
+
+func TestTxnCompares(t *testing.T) {
+	_, b, _ := openTestBranch(t)
+	rev := put(t, b, "/k", "v1")
+	ctx := context.Background()
+	putOp := func(v string) *pb.RequestOp {
+		return &pb.RequestOp{Request: &pb.RequestOp_RequestPut{RequestPut: &pb.PutRequest{Key: []byte("/k"), Value: []byte(v)}}}
+	}
+	cmpMod := func(r int64) *pb.Compare {
+		return &pb.Compare{Key: []byte("/k"), Target: pb.Compare_MOD, Result: pb.Compare_EQUAL, TargetUnion: &pb.Compare_ModRevision{ModRevision: r}}
+	}
+	resp, err := b.Txn(ctx, &pb.TxnRequest{Compare: []*pb.Compare{cmpMod(rev)}, Success: []*pb.RequestOp{putOp("v2")}})
+	require.NoError(t, err)
+	require.True(t, resp.Succeeded)
+	resp, err = b.Txn(ctx, &pb.TxnRequest{Compare: []*pb.Compare{cmpMod(rev)}, Success: []*pb.RequestOp{putOp("v3")},
+		Failure: []*pb.RequestOp{{Request: &pb.RequestOp_RequestRange{RequestRange: &pb.RangeRequest{Key: []byte("/k")}}}}})
+	require.NoError(t, err)
+	require.False(t, resp.Succeeded)
+	require.Equal(t, "v2", string(resp.Responses[0].GetResponseRange().Kvs[0].Value))
+
+	// Create-if-absent, as the apiserver does.
+	absent := &pb.Compare{Key: []byte("/new"), Target: pb.Compare_MOD, Result: pb.Compare_EQUAL, TargetUnion: &pb.Compare_ModRevision{ModRevision: 0}}
+	create := &pb.RequestOp{Request: &pb.RequestOp_RequestPut{RequestPut: &pb.PutRequest{Key: []byte("/new"), Value: []byte("x")}}}
+	resp, err = b.Txn(ctx, &pb.TxnRequest{Compare: []*pb.Compare{absent}, Success: []*pb.RequestOp{create}})
+	require.NoError(t, err)
+	require.True(t, resp.Succeeded)
+	resp, err = b.Txn(ctx, &pb.TxnRequest{Compare: []*pb.Compare{absent}, Success: []*pb.RequestOp{create}})
+	require.NoError(t, err)
+	require.False(t, resp.Succeeded)
+
+	_, err = b.Txn(ctx, &pb.TxnRequest{Success: []*pb.RequestOp{putOp("a"), putOp("b")}})
+	require.ErrorIs(t, err, ErrDuplicateKey)
+}
+
+func TestDeleteRangeAndTombstones(t *testing.T) {
+	_, b, _ := openTestBranch(t)
+	put(t, b, "/p/a", "1")
+	put(t, b, "/p/b", "2")
+	resp, err := b.DeleteRange(context.Background(), &pb.DeleteRangeRequest{Key: []byte("/p/"), RangeEnd: []byte("/p0"), PrevKv: true})
+	require.NoError(t, err)
+	require.Equal(t, int64(2), resp.Deleted)
+	require.Len(t, resp.PrevKvs, 2)
+	require.Equal(t, int64(4), resp.Header.Revision, "one revision for the whole delete")
+	require.Nil(t, get(t, b, "/p/a", 0))
+	require.Equal(t, "1", string(get(t, b, "/p/a", 3).Value))
+	// Deleting nothing takes no revision.
+	resp, err = b.DeleteRange(context.Background(), &pb.DeleteRangeRequest{Key: []byte("/p/a")})
+	require.NoError(t, err)
+	require.Equal(t, int64(0), resp.Deleted)
+	require.Equal(t, int64(4), b.Revision())
+	// Recreated key starts a new generation.
+	put(t, b, "/p/a", "3")
+	kv := get(t, b, "/p/a", 0)
+	require.Equal(t, int64(5), kv.CreateRevision)
+	require.Equal(t, int64(1), kv.Version)
+}
+
+func TestRestartKeepsRevisionsAndMetadata(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "heavens.git")
+	r, err := Open(dir, Options{})
+	require.NoError(t, err)
+	b, err := r.Branch(context.Background(), "team-a")
+	require.NoError(t, err)
+	put(t, b, "/a", `{"n":1}`)
+	put(t, b, "/b", "x")
+	put(t, b, "/a", `{"n":2}`)
+	put(t, b, "/a", `{"n":2}`) // identical bytes still bump version
+	_, err = b.DeleteRange(context.Background(), &pb.DeleteRangeRequest{Key: []byte("/b")})
+	require.NoError(t, err)
+	put(t, b, "/b", "y")
+	want := map[string]*mvccpb.KeyValue{"/a": get(t, b, "/a", 0), "/b": get(t, b, "/b", 0)}
+	wantOld := get(t, b, "/a", 3)
+	wantRev := b.Revision()
+	require.NoError(t, r.Close())
+
+	r2 := openTestRepo(t, dir)
+	b2, err := r2.Branch(context.Background(), "team-a")
+	require.NoError(t, err)
+	require.Equal(t, wantRev, b2.Revision())
+	for k, kv := range want {
+		require.Equal(t, kv, get(t, b2, k, 0), k)
+	}
+	require.Equal(t, wantOld, get(t, b2, "/a", 3), "old revision read from git after restart")
+	require.Equal(t, wantRev+1, put(t, b2, "/c", "z"))
+}
+
+func TestGitLayoutIsReadable(t *testing.T) {
+	_, b, dir := openTestBranch(t)
+	put(t, b, "/registry/configmaps/default/web", `{"kind":"ConfigMap","data":{"a":"b"}}`+"\n")
+	out := git(t, dir, "show", "team-a:registry/configmaps/default/web.json")
+	require.Contains(t, out, "\n  \"kind\": \"ConfigMap\",\n", "one field per line")
+	log := git(t, dir, "log", "--format=%s", "team-a")
+	require.Equal(t, "create registry/configmaps/default/web\n", log)
+	git(t, dir, "fsck", "--strict")
+}
+
+func TestLeasedKeysStayOutOfGitAndExpire(t *testing.T) {
+	r, b, dir := openTestBranch(t)
+	put(t, b, "/durable", "d")
+	l, err := r.LeaseGrant(0, 2)
+	require.NoError(t, err)
+	_, err = b.Put(context.Background(), &pb.PutRequest{Key: []byte("/events/e1"), Value: []byte("e"), Lease: l.ID})
+	require.NoError(t, err)
+	require.NotNil(t, get(t, b, "/events/e1", 0))
+	require.NotContains(t, git(t, dir, "ls-tree", "-r", "--name-only", "team-a"), "events")
+	_, err = b.Put(context.Background(), &pb.PutRequest{Key: []byte("/x"), Value: []byte("e"), Lease: 12345})
+	require.ErrorIs(t, err, ErrLeaseNotFound)
+
+	deadline := time.Now().Add(10 * time.Second)
+	for get(t, b, "/events/e1", 0) != nil {
+		require.True(t, time.Now().Before(deadline), "leased key did not expire")
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestWatchFromPastRevisionWithPrevKV(t *testing.T) {
+	_, b, _ := openTestBranch(t)
+	r1 := put(t, b, "/w/a", "1")
+	put(t, b, "/w/a", "2")
+	put(t, b, "/other", "x")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w, err := b.Watch(ctx, WatchRequest{Key: []byte("/w/"), RangeEnd: []byte("/w0"), StartRevision: r1, PrevKV: true})
+	require.NoError(t, err)
+	_, err = b.DeleteRange(ctx, &pb.DeleteRangeRequest{Key: []byte("/w/a")})
+	require.NoError(t, err)
+
+	var events []*mvccpb.Event
+	for len(events) < 3 {
+		select {
+		case resp := <-w.Responses():
+			events = append(events, resp.Events...)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("got %d events, want 3", len(events))
+		}
+	}
+	require.Equal(t, "1", string(events[0].Kv.Value))
+	require.Equal(t, "1", string(events[1].PrevKv.Value))
+	require.Equal(t, mvccpb.DELETE, events[2].Type)
+	require.Equal(t, "2", string(events[2].PrevKv.Value))
+	for i := 1; i < len(events); i++ {
+		require.Greater(t, events[i].Kv.ModRevision, events[i-1].Kv.ModRevision)
+	}
+
+	w.RequestProgress()
+	select {
+	case resp := <-w.Responses():
+		require.True(t, resp.Progress)
+		require.Equal(t, b.Revision(), resp.Revision)
+	case <-time.After(5 * time.Second):
+		t.Fatal("no progress response")
+	}
+}
+
+func TestCompact(t *testing.T) {
+	_, b, _ := openTestBranch(t)
+	put(t, b, "/a", "1")
+	r := put(t, b, "/a", "2")
+	put(t, b, "/a", "3")
+	require.NoError(t, b.Compact(context.Background(), r))
+	_, err := b.Range(context.Background(), &pb.RangeRequest{Key: []byte("/a"), Revision: r - 1})
+	require.ErrorIs(t, err, ErrCompacted)
+	require.Equal(t, "2", string(get(t, b, "/a", r).Value))
+	require.ErrorIs(t, b.Compact(context.Background(), r), ErrCompacted)
+	_, err = b.Watch(context.Background(), WatchRequest{Key: []byte("/a"), StartRevision: r - 1})
+	require.NoError(t, err)
+}
+
+func TestPicksUpPushedCommits(t *testing.T) {
+	_, b, dir := openTestBranch(t)
+	put(t, b, "/registry/a", `{"a":1}`)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w, err := b.Watch(ctx, WatchRequest{Key: []byte("/registry/"), RangeEnd: []byte("/registry0")})
+	require.NoError(t, err)
+
+	work := t.TempDir()
+	git(t, work, "clone", "-q", "--branch", "team-a", dir, "w")
+	wd := filepath.Join(work, "w")
+	require.NoError(t, os.WriteFile(filepath.Join(wd, "registry", "b.json"), []byte("{\n  \"b\": 2\n}\n"), 0o644))
+	git(t, wd, "add", ".")
+	git(t, wd, "commit", "-qm", "add b by hand")
+	git(t, wd, "push", "-q", "origin", "team-a")
+
+	select {
+	case resp := <-w.Responses():
+		require.Len(t, resp.Events, 1)
+		require.Equal(t, "/registry/b", string(resp.Events[0].Kv.Key))
+		require.Equal(t, `{"b":2}`+"\n", string(resp.Events[0].Kv.Value))
+	case <-time.After(5 * time.Second):
+		t.Fatal("pushed commit not picked up")
+	}
+	rev := b.Revision()
+
+	// A force-push back in time must not make revisions go backwards.
+	git(t, wd, "reset", "-q", "--hard", "HEAD~1")
+	require.NoError(t, os.WriteFile(filepath.Join(wd, "registry", "c.json"), []byte(`{"c":3}`), 0o644))
+	git(t, wd, "add", ".")
+	git(t, wd, "commit", "-qm", "rewrite")
+	git(t, wd, "push", "-q", "-f", "origin", "team-a")
+	deadline := time.Now().Add(5 * time.Second)
+	for get(t, b, "/registry/c", 0) == nil {
+		require.True(t, time.Now().Before(deadline), "force-push not picked up")
+		time.Sleep(20 * time.Millisecond)
+	}
+	require.Greater(t, b.Revision(), rev)
+	require.Nil(t, get(t, b, "/registry/b", 0), "content follows the pushed branch")
+	log := git(t, dir, "log", "--format=%s", "-1", "team-a")
+	require.True(t, strings.HasPrefix(log, "Merge "), log)
+	git(t, dir, "fsck", "--strict")
+
+	// Our next write lands on top of the merge.
+	put(t, b, "/registry/d", "x")
+	require.Equal(t, fmt.Sprint(b.Revision()), strings.TrimSpace(strings.TrimPrefix(
+		strings.TrimSpace(git(t, dir, "log", "-1", "--format=%(trailers:key=Heaven-Revision)", "team-a")), "Heaven-Revision:")))
+}

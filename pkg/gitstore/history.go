@@ -1,0 +1,282 @@
+package gitstore
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// fileState is one value file in a tree: where a key's value is.
+type fileState struct {
+	ext  string
+	blob plumbing.Hash // zero: the key has no file (deleted)
+}
+
+// rebuild derives the index from the branch: it walks the first-parent
+// chain from the root and applies every commit as applyCommit would when
+// picking it up live, so revisions come out the same.
+func (b *Branch) rebuild() error {
+	head, err := b.git.Ref(b.ref)
+	if err != nil {
+		return err
+	}
+	if head.IsZero() {
+		return b.resetMirror()
+	}
+	var commits []*object.Commit
+	for h := head; !h.IsZero(); {
+		c, err := object.GetCommit(b.git.Storer(), h)
+		if err != nil {
+			return fmt.Errorf("read commit %s: %w", h, err)
+		}
+		commits = append(commits, c)
+		h = firstParent(c)
+	}
+	for i := len(commits) - 1; i >= 0; i-- {
+		if err := b.applyCommit(commits[i], false); err != nil {
+			return err
+		}
+	}
+	// Current values live in memory; history stays in git until asked for.
+	var loadErr error
+	b.x.keys.Ascend(func(h *keyHistory) bool {
+		if r := h.latest(); r != nil && !r.tombstone() && !r.loaded {
+			if r.value, loadErr = readValue(b.git, r.blob, r.ext); loadErr != nil {
+				return false
+			}
+			r.loaded = true
+		}
+		return true
+	})
+	if loadErr != nil {
+		return loadErr
+	}
+	b.log.V(2).Info("Rebuilt index from branch", "commits", len(commits), "revision", b.committed, "head", head)
+	return b.resetMirror()
+}
+
+func firstParent(c *object.Commit) plumbing.Hash {
+	if len(c.ParentHashes) == 0 {
+		return plumbing.ZeroHash
+	}
+	return c.ParentHashes[0]
+}
+
+// applyCommit gives commit c (whose first parent is the current head)
+// revisions and applies it to the index, making it visible. A commit of
+// ours (parseCommitOps) keeps the revisions its message names, provided
+// they are newer than the current revision and account for every file it
+// changes; any other commit becomes one revision. loadValues reads the new
+// values now (live pick-up); otherwise they stay in git (rebuild).
+func (b *Branch) applyCommit(c *object.Commit, loadValues bool) error {
+	diff, err := b.diffTrees(b.tree, c.TreeHash)
+	if err != nil {
+		return err
+	}
+	revs, ok := b.revisionsFromMessage(c, diff)
+	if !ok {
+		revs = []revisionOps{{rev: b.latest + 1, stems: sortedStems(diff)}}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, ro := range revs {
+		var changes []change
+		for _, stem := range ro.stems {
+			key, err := PathKey(stem)
+			if err != nil {
+				continue
+			}
+			ch, err := b.commitChange(key, ro.rev, diff[stem], loadValues)
+			if err != nil {
+				return err
+			}
+			if ch != nil {
+				changes = append(changes, *ch)
+			}
+		}
+		if len(changes) == 0 && !ok {
+			continue // a commit that changed no value file (a README): no revision
+		}
+		b.x.apply(ro.rev, changes)
+		b.latest = ro.rev
+	}
+	b.head, b.tree = c.Hash, c.TreeHash
+	b.chain[c.Hash] = b.latest
+	b.advance(b.latest)
+	return nil
+}
+
+// commitChange is the change a commit makes to key at rev, nil for none.
+func (b *Branch) commitChange(key string, rev int64, f fileState, loadValues bool) (*change, error) {
+	prev := b.x.current(key)
+	if f.blob.IsZero() {
+		if prev == nil {
+			return nil, nil
+		}
+		return &change{key: key, rec: &record{mod: rev}, prev: prev}, nil
+	}
+	rec := &record{mod: rev, create: rev, version: 1, blob: f.blob, ext: f.ext}
+	if prev != nil {
+		rec.create, rec.version = prev.create, prev.version+1
+	}
+	if loadValues {
+		v, err := readValue(b.git, f.blob, f.ext)
+		if err != nil {
+			return nil, err
+		}
+		rec.value, rec.loaded = v, true
+	}
+	return &change{key: key, rec: rec, prev: prev}, nil
+}
+
+type revisionOps struct {
+	rev   int64
+	stems []string
+}
+
+// revisionsFromMessage reads the revisions of one of our commits. It also
+// fills diff with the current state of keys the message names that the tree
+// diff did not show (a put of identical bytes still bumps the version).
+func (b *Branch) revisionsFromMessage(c *object.Commit, diff map[string]fileState) ([]revisionOps, bool) {
+	ops, _, ok := parseCommitOps(c.Message)
+	if !ok || ops[0].rev <= b.latest {
+		return nil, false
+	}
+	named := map[string]bool{}
+	var out []revisionOps
+	for _, op := range ops {
+		if named[op.stem] {
+			return nil, false // one op per key per commit
+		}
+		named[op.stem] = true
+		f, changed := diff[op.stem]
+		switch {
+		case op.kind == opDelete && (changed && !f.blob.IsZero()):
+			return nil, false
+		case op.kind != opDelete && !changed:
+			key, err := PathKey(op.stem)
+			cur := b.x.current(key)
+			if err != nil || cur == nil || cur.ext == "" {
+				return nil, false
+			}
+			diff[op.stem] = fileState{ext: cur.ext, blob: cur.blob}
+		case op.kind != opDelete && f.blob.IsZero():
+			return nil, false
+		}
+		if n := len(out); n > 0 && out[n-1].rev == op.rev {
+			out[n-1].stems = append(out[n-1].stems, op.stem)
+		} else {
+			out = append(out, revisionOps{rev: op.rev, stems: []string{op.stem}})
+		}
+	}
+	for stem := range diff {
+		if !named[stem] {
+			return nil, false
+		}
+	}
+	return out, true
+}
+
+func sortedStems(diff map[string]fileState) []string {
+	stems := make([]string, 0, len(diff))
+	for s := range diff {
+		stems = append(stems, s)
+	}
+	sort.Strings(stems)
+	return stems
+}
+
+// diffTrees lists the value files that differ between two trees, by stem,
+// with their state in the new tree. Subtrees with equal hashes are skipped.
+func (b *Branch) diffTrees(from, to plumbing.Hash) (map[string]fileState, error) {
+	out := map[string]fileState{}
+	err := b.diffInto(out, "", from, to)
+	return out, err
+}
+
+func (b *Branch) readEntries(h plumbing.Hash) (map[string]object.TreeEntry, error) {
+	m := map[string]object.TreeEntry{}
+	if h.IsZero() {
+		return m, nil
+	}
+	t, err := object.GetTree(b.git.Storer(), h)
+	if err != nil {
+		return nil, fmt.Errorf("read tree %s: %w", h, err)
+	}
+	for _, e := range t.Entries {
+		m[e.Name] = e
+	}
+	return m, nil
+}
+
+func (b *Branch) diffInto(out map[string]fileState, dir string, from, to plumbing.Hash) error {
+	if from == to {
+		return nil
+	}
+	a, err := b.readEntries(from)
+	if err != nil {
+		return err
+	}
+	z, err := b.readEntries(to)
+	if err != nil {
+		return err
+	}
+	names := map[string]bool{}
+	for n := range a {
+		names[n] = true
+	}
+	for n := range z {
+		names[n] = true
+	}
+	for name := range names {
+		ea, inA := a[name]
+		ez, inZ := z[name]
+		if inA && inZ && ea.Hash == ez.Hash && ea.Mode == ez.Mode {
+			continue
+		}
+		var subA, subZ plumbing.Hash
+		if inA && ea.Mode == filemode.Dir {
+			subA = ea.Hash
+		}
+		if inZ && ez.Mode == filemode.Dir {
+			subZ = ez.Hash
+		}
+		if !subA.IsZero() || !subZ.IsZero() {
+			if err := b.diffInto(out, dir+name+"/", subA, subZ); err != nil {
+				return err
+			}
+		}
+		stem, ext, ok := splitExt(name)
+		if !ok {
+			continue
+		}
+		stem = dir + stem
+		if inZ && ez.Mode.IsFile() {
+			// A key with files of several extensions: the first in
+			// valueExts order wins.
+			if cur, seen := out[stem]; !seen || cur.blob.IsZero() || extRank(ext) < extRank(cur.ext) {
+				out[stem] = fileState{ext: ext, blob: ez.Hash}
+			}
+		} else if inA && ea.Mode.IsFile() {
+			if _, seen := out[stem]; !seen {
+				out[stem] = fileState{ext: ext}
+			}
+		}
+	}
+	return nil
+}
+
+func extRank(ext string) int {
+	for i, e := range valueExts {
+		if e == ext {
+			return i
+		}
+	}
+	return len(valueExts)
+}
+
+var errNotOnChain = errors.New("not on the first-parent chain")

@@ -1,0 +1,158 @@
+package gitstore
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/heaven-dev/heaven/pkg/gitstore/gitrepo"
+)
+
+// Options configure a Repository.
+type Options struct {
+	// PollInterval is how often open branches look for commits made by
+	// others (a git push, a merge). Default 250ms.
+	PollInterval time.Duration
+	// AuthorName and AuthorEmail sign the store's commits.
+	AuthorName, AuthorEmail string
+}
+
+func (o *Options) complete() {
+	if o.PollInterval <= 0 {
+		o.PollInterval = 250 * time.Millisecond
+	}
+	if o.AuthorName == "" {
+		o.AuthorName = "heaven"
+	}
+	if o.AuthorEmail == "" {
+		o.AuthorEmail = "heaven@localhost"
+	}
+}
+
+// Repository is one bare git repository holding many branch keyspaces.
+type Repository struct {
+	git    *gitrepo.Repo
+	opts   Options
+	leases *lessor
+	log    klog.Logger
+
+	mu       sync.Mutex
+	branches map[string]*Branch
+	closed   bool
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+// Open opens the bare repository at dir, creating it when missing.
+func Open(dir string, opts Options) (*Repository, error) {
+	opts.complete()
+	git, err := gitrepo.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	r := &Repository{git: git, opts: opts, leases: newLessor(), log: klog.Background().WithValues("repository", dir),
+		branches: map[string]*Branch{}, stop: make(chan struct{}), done: make(chan struct{})}
+	go r.background()
+	return r, nil
+}
+
+// Git is the underlying repository.
+func (r *Repository) Git() *gitrepo.Repo { return r.git }
+
+// background expires leases and consolidates packs.
+func (r *Repository) background() {
+	defer close(r.done)
+	ctx := klog.NewContext(context.Background(), r.log)
+	leases := time.NewTicker(500 * time.Millisecond)
+	defer leases.Stop()
+	maintain := time.NewTicker(5 * time.Second)
+	defer maintain.Stop()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-leases.C:
+			r.expireLeases(ctx)
+		case <-maintain.C:
+			if err := r.git.Maintain(); err != nil {
+				r.log.Error(err, "Pack maintenance failed")
+			}
+		}
+	}
+}
+
+var branchNameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9._-]*[a-z0-9])?(/[a-z0-9]([a-z0-9._-]*[a-z0-9])?)*$`)
+
+// ValidateBranchName accepts names that are both valid heaven names and
+// safe git branch names: lowercase letters, digits, '-', '_', '.', and '/'
+// between segments; no "..", no ".lock" suffix, at most 200 characters.
+func ValidateBranchName(name string) error {
+	if len(name) == 0 || len(name) > 200 || !branchNameRE.MatchString(name) ||
+		strings.Contains(name, "..") || strings.HasSuffix(name, ".lock") || strings.Contains(name, ".lock/") {
+		return fmt.Errorf("%w: %q (want lowercase letters, digits, '-', '_', '.', '/' between segments, at most 200 characters)", ErrInvalidBranch, name)
+	}
+	return nil
+}
+
+// Branch opens (or returns the already open) keyspace of branch name. A
+// branch that does not exist yet starts empty at revision 1 and is created
+// by its first write.
+func (r *Repository) Branch(ctx context.Context, name string) (*Branch, error) {
+	if err := ValidateBranchName(name); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil, ErrClosed
+	}
+	if b, ok := r.branches[name]; ok {
+		return b, nil
+	}
+	b, err := openBranch(ctx, r.git, name, r.leases, r.opts)
+	if err != nil {
+		return nil, err
+	}
+	r.branches[name] = b
+	return b, nil
+}
+
+// CloseBranch stops serving a branch: its watchers end, its memory is
+// freed, its leased keys are forgotten. The git branch stays.
+func (r *Repository) CloseBranch(name string) error {
+	r.mu.Lock()
+	b, ok := r.branches[name]
+	delete(r.branches, name)
+	r.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	b.close()
+	r.leases.forget(b)
+	return nil
+}
+
+// Close closes every branch and the repository.
+func (r *Repository) Close() error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.closed = true
+	branches := r.branches
+	r.branches = nil
+	r.mu.Unlock()
+	for _, b := range branches {
+		b.close()
+	}
+	close(r.stop)
+	<-r.done
+	return r.git.Close()
+}

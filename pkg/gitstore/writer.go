@@ -1,0 +1,302 @@
+package gitstore
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+
+	"github.com/heaven-dev/heaven/pkg/gitstore/gitrepo"
+)
+
+// writeRequest is one transaction (or lease revocation) waiting for the
+// writer.
+type writeRequest struct {
+	txn         *pb.TxnRequest
+	revokeLease int64 // instead of txn: delete every key attached to this lease
+
+	resp    *pb.TxnResponse
+	changes []change // what the request changed, at rev
+	rev     int64
+	err     error
+	done    chan struct{}
+}
+
+// maxBatch bounds how many requests one group commit takes.
+const maxBatch = 512
+
+// maxCASRetries bounds how often a batch is re-evaluated because someone
+// else moved the branch between our evaluation and our ref update.
+const maxCASRetries = 5
+
+func (b *Branch) submit(ctx context.Context, r *writeRequest) (*pb.TxnResponse, error) {
+	r.done = make(chan struct{})
+	select {
+	case b.reqs <- r:
+	case <-b.stop:
+		return nil, ErrClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	select {
+	case <-r.done:
+		return r.resp, r.err
+	case <-ctx.Done():
+		// The write may still land, as with etcd.
+		return nil, ctx.Err()
+	}
+}
+
+// run is the writer goroutine: group commit of queued requests, and polling
+// for commits made by others.
+func (b *Branch) run() {
+	defer close(b.done)
+	poll := time.NewTicker(b.opts.PollInterval)
+	defer poll.Stop()
+	for {
+		select {
+		case <-b.stop:
+			b.drain(ErrClosed)
+			return
+		case r := <-b.reqs:
+			batch := []*writeRequest{r}
+		more:
+			for len(batch) < maxBatch {
+				select {
+				case r := <-b.reqs:
+					batch = append(batch, r)
+				default:
+					break more
+				}
+			}
+			b.commitBatch(batch)
+		case <-poll.C:
+			if err := b.ingest(); err != nil {
+				b.log.Error(err, "Picking up commits from outside failed")
+			}
+		}
+	}
+}
+
+func (b *Branch) drain(err error) {
+	for {
+		select {
+		case r := <-b.reqs:
+			r.err = err
+			close(r.done)
+		default:
+			return
+		}
+	}
+}
+
+// commitBatch evaluates the batch in order, commits its git-backed changes
+// durably, then makes them visible and answers every request.
+func (b *Branch) commitBatch(batch []*writeRequest) {
+	for attempt := 0; ; attempt++ {
+		b.evaluate(batch)
+		err := b.persist(batch)
+		if err == nil {
+			b.publish(batch)
+			return
+		}
+		b.mu.Lock()
+		b.x.rollback(b.committed)
+		b.latest = b.committed
+		b.mu.Unlock()
+		if rerr := b.resetMirror(); rerr != nil {
+			err = rerr
+		}
+		if errors.Is(err, gitrepo.ErrRefChanged) && attempt < maxCASRetries {
+			// Someone else committed: take their commits first, then
+			// evaluate ours again on top (none was acknowledged yet).
+			if ierr := b.ingest(); ierr == nil {
+				continue
+			}
+		}
+		if errors.Is(err, gitrepo.ErrRefLocked) && attempt < maxCASRetries {
+			time.Sleep(time.Duration(attempt+1) * 10 * time.Millisecond)
+			continue
+		}
+		b.log.Error(err, "Commit failed", "requests", len(batch))
+		for _, r := range batch {
+			if r.err == nil {
+				r.err = err
+			}
+			close(r.done)
+		}
+		return
+	}
+}
+
+// evaluate applies each request to the index at the next revision (not yet
+// visible to readers).
+func (b *Branch) evaluate(batch []*writeRequest) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, r := range batch {
+		r.resp, r.err, r.changes, r.rev = nil, nil, nil, 0
+		a := &txnApplier{x: b.x, base: b.latest, load: b.loadValue, lessor: b.leases.exists}
+		if r.revokeLease != 0 {
+			a.revoke(r.revokeLease)
+			r.resp = &pb.TxnResponse{Succeeded: true}
+		} else {
+			r.resp, r.err = a.txn(r.txn)
+		}
+		if r.err != nil {
+			// validate() runs before any write, so nothing was applied.
+			continue
+		}
+		if len(a.changes) > 0 {
+			b.latest = a.rev()
+			r.rev, r.changes = b.latest, a.changes
+			b.x.log = append(b.x.log, revisionChanges{rev: r.rev, changes: a.changes})
+		}
+		r.resp.Header = &pb.ResponseHeader{Revision: b.latest}
+	}
+}
+
+// revoke deletes every key attached to lease id, at one revision.
+func (a *txnApplier) revoke(id int64) {
+	var victims []change
+	a.x.keys.Ascend(func(h *keyHistory) bool {
+		if prev := h.latest(); prev != nil && !prev.tombstone() && prev.lease == id {
+			victims = append(victims, change{key: h.key, rec: &record{mod: a.rev()}, prev: prev})
+		}
+		return true
+	})
+	for _, c := range victims {
+		a.record(c)
+	}
+}
+
+// persist writes the batch's git-backed changes as a chain of commits (a
+// new commit whenever a key repeats, so every revision's value is in some
+// commit's tree), in one durable pack, and moves the branch ref.
+func (b *Branch) persist(batch []*writeRequest) error {
+	wb := b.git.NewBatch()
+	head := b.head
+	var ops []commitOp
+	inCommit := map[string]bool{}
+	commit := func() error {
+		if len(ops) == 0 {
+			return nil
+		}
+		tree, err := b.mirror.flush(wb)
+		if err != nil {
+			return err
+		}
+		h, err := wb.AddCommit(b.newCommit(tree, commitMessage(ops), head))
+		if err != nil {
+			return err
+		}
+		head, ops, inCommit = h, nil, map[string]bool{}
+		return nil
+	}
+	for _, r := range batch {
+		for _, c := range r.changes {
+			op, ok := b.stage(wb, c)
+			if !ok {
+				continue
+			}
+			if inCommit[op.stem] {
+				if err := commit(); err != nil {
+					return err
+				}
+			}
+			inCommit[op.stem] = true
+			op.rev = r.rev
+			ops = append(ops, op)
+		}
+	}
+	if err := commit(); err != nil {
+		return err
+	}
+	if head == b.head {
+		return nil // only leased keys changed: nothing for git
+	}
+	if err := b.git.Write(wb); err != nil {
+		return err
+	}
+	if err := b.git.CompareAndSwapRef(b.ref, head, b.head); err != nil {
+		return err
+	}
+	b.head, b.tree = head, b.mirror.root.hash
+	return nil
+}
+
+// stage puts one change into the tree mirror; ok is false for changes that
+// git does not hold (leased keys on both sides).
+func (b *Branch) stage(wb *gitrepo.Batch, c change) (commitOp, bool) {
+	stem := KeyPath(c.key)
+	inGit := c.prev != nil && !c.prev.tombstone() && c.prev.ext != ""
+	if c.rec.tombstone() || c.rec.lease != 0 {
+		if !inGit {
+			return commitOp{}, false
+		}
+		b.mirror.set(stem+c.prev.ext, plumbing.ZeroHash)
+		return commitOp{kind: opDelete, stem: stem}, true
+	}
+	content, ext := EncodeValue(c.rec.value)
+	c.rec.blob, c.rec.ext = wb.AddBlob(content), ext
+	if inGit && c.prev.ext != ext {
+		b.mirror.set(stem+c.prev.ext, plumbing.ZeroHash)
+	}
+	b.mirror.set(stem+ext, c.rec.blob)
+	kind := opUpdate
+	if !inGit {
+		kind = opCreate
+	}
+	return commitOp{kind: kind, stem: stem}, true
+}
+
+func (b *Branch) newCommit(tree plumbing.Hash, msg string, parents ...plumbing.Hash) *object.Commit {
+	sig := object.Signature{Name: b.opts.AuthorName, Email: b.opts.AuthorEmail, When: time.Now()}
+	var ps []plumbing.Hash
+	for _, p := range parents {
+		if !p.IsZero() {
+			ps = append(ps, p)
+		}
+	}
+	return &object.Commit{Author: sig, Committer: sig, Message: msg, TreeHash: tree, ParentHashes: ps}
+}
+
+// publish makes the batch visible, tells lease owners, and answers.
+func (b *Branch) publish(batch []*writeRequest) {
+	b.mu.Lock()
+	for _, r := range batch {
+		if r.rev > 0 {
+			b.chain[b.head] = r.rev
+		}
+	}
+	b.advance(b.latest)
+	b.mu.Unlock()
+	for _, r := range batch {
+		b.leases.track(b, r.changes)
+		close(r.done)
+	}
+}
+
+// advance moves the committed revision and wakes watchers. Caller holds mu.
+func (b *Branch) advance(rev int64) {
+	if rev <= b.committed {
+		return
+	}
+	b.committed = rev
+	close(b.changed)
+	b.changed = make(chan struct{})
+}
+
+// resetMirror rebuilds the tree mirror from the head commit (after a failed
+// write left it patched).
+func (b *Branch) resetMirror() error {
+	m, err := newTreeMirror(b.git.Storer(), b.tree)
+	if err != nil {
+		return err
+	}
+	b.mirror = m
+	return nil
+}
