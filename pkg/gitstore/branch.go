@@ -42,6 +42,7 @@ type Branch struct {
 	tree   plumbing.Hash           // head's tree
 	mirror *treeMirror             // head's tree, patched per commit
 	chain  map[plumbing.Hash]int64 // first-parent chain: commit → its last revision
+	floor  int64                   // revisions up to here may have been handed out (floor.go)
 
 	leases *lessor
 	reqs   chan *writeRequest
@@ -68,6 +69,14 @@ func openBranch(ctx context.Context, git *gitrepo.Repo, name string, leases *les
 	b.committed, b.latest = 1, 1
 	if err := b.rebuild(); err != nil {
 		return nil, fmt.Errorf("branch %s: %w", name, err)
+	}
+	floor, err := b.readFloor()
+	if err != nil {
+		return nil, err
+	}
+	if b.floor = floor; floor > b.latest {
+		b.latest = floor
+		b.advance(floor)
 	}
 	go b.run()
 	return b, nil

@@ -33,7 +33,7 @@ func TestParseCommitOpsRejectsForeignMessages(t *testing.T) {
 		"update a\n\nHeaven-Revision: x\n",
 		"2 writes\n\n5 update a\n3 update b\n\nHeaven-Revision: 5\n", // descending
 		"2 writes\n\n3 update a\n4 update b\n\nHeaven-Revision: 9\n", // trailer disagrees
-		"fix typo\n\nHeaven-Revision: 3\n",                            // no ops
+		"fix typo\n\nHeaven-Revision: 3\n",                           // no ops
 	} {
 		if ops, _, ok := parseCommitOps(msg); ok {
 			t.Errorf("parseCommitOps(%q) accepted: %v", msg, ops)

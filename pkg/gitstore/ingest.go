@@ -39,7 +39,14 @@ func (b *Branch) ingest() error {
 		fresh = append(fresh, c)
 		h = firstParent(c)
 	}
-	if known == b.head {
+	headRev := b.chain[b.head]
+	if b.head.IsZero() {
+		headRev = 1
+	}
+	// Applying commits one by one gives the same revisions as a rebuild
+	// only while every revision handed out is in git; after leased-key
+	// revisions the answer is a merge that names its revision.
+	if known == b.head && headRev == b.latest {
 		for i := len(fresh) - 1; i >= 0; i-- {
 			if err := b.applyCommit(fresh[i], true); err != nil {
 				return err

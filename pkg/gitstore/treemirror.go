@@ -21,7 +21,7 @@ type treeMirror struct {
 }
 
 type treeNode struct {
-	entries  []object.TreeEntry  // in git order
+	entries  []object.TreeEntry   // in git order
 	children map[string]*treeNode // loaded subdirectories by name
 	hash     plumbing.Hash        // valid when !dirty
 	dirty    bool

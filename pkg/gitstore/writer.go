@@ -180,6 +180,7 @@ func (b *Branch) persist(batch []*writeRequest) error {
 	wb := b.git.NewBatch()
 	head := b.head
 	var ops []commitOp
+	var lastGitRev int64
 	inCommit := map[string]bool{}
 	commit := func() error {
 		if len(ops) == 0 {
@@ -210,21 +211,27 @@ func (b *Branch) persist(batch []*writeRequest) error {
 			inCommit[op.stem] = true
 			op.rev = r.rev
 			ops = append(ops, op)
+			lastGitRev = r.rev
 		}
 	}
 	if err := commit(); err != nil {
 		return err
 	}
-	if head == b.head {
-		return nil // only leased keys changed: nothing for git
+	if head != b.head {
+		if err := b.git.Write(wb); err != nil {
+			return err
+		}
+		if err := b.git.CompareAndSwapRef(b.ref, head, b.head); err != nil {
+			return err
+		}
+		b.head, b.tree = head, b.mirror.root.hash
+		b.chain[head] = lastGitRev
 	}
-	if err := b.git.Write(wb); err != nil {
-		return err
+	if lastGitRev < b.latest {
+		// Revisions of leased keys only: git does not hold them, but
+		// they must outlive a restart all the same.
+		return b.raiseFloor(b.latest)
 	}
-	if err := b.git.CompareAndSwapRef(b.ref, head, b.head); err != nil {
-		return err
-	}
-	b.head, b.tree = head, b.mirror.root.hash
 	return nil
 }
 
@@ -267,11 +274,6 @@ func (b *Branch) newCommit(tree plumbing.Hash, msg string, parents ...plumbing.H
 // publish makes the batch visible, tells lease owners, and answers.
 func (b *Branch) publish(batch []*writeRequest) {
 	b.mu.Lock()
-	for _, r := range batch {
-		if r.rev > 0 {
-			b.chain[b.head] = r.rev
-		}
-	}
 	b.advance(b.latest)
 	b.mu.Unlock()
 	for _, r := range batch {
