@@ -44,10 +44,11 @@ type Branch struct {
 	chain  map[plumbing.Hash]int64 // first-parent chain: commit → its last revision
 	floor  int64                   // revisions up to here may have been handed out (floor.go)
 
-	leases *lessor
-	reqs   chan *writeRequest
-	stop   chan struct{}
-	done   chan struct{}
+	leases    *lessor
+	reqs      chan *writeRequest
+	lastBatch int // size of the previous group commit (writer-only)
+	stop      chan struct{}
+	done      chan struct{}
 }
 
 func openBranch(ctx context.Context, git *gitrepo.Repo, name string, leases *lessor, opts Options) (*Branch, error) {

@@ -3,6 +3,8 @@ package gitstore
 import (
 	"context"
 	"errors"
+	"os"
+	"runtime"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -27,6 +29,8 @@ type writeRequest struct {
 
 // maxBatch bounds how many requests one group commit takes.
 const maxBatch = 512
+
+var debugBatches = os.Getenv("HEAVEN_DEBUG_BATCH") != ""
 
 // maxCASRetries bounds how often a batch is re-evaluated because someone
 // else moved the branch between our evaluation and our ref update.
@@ -63,6 +67,11 @@ func (b *Branch) run() {
 			return
 		case r := <-b.reqs:
 			batch := []*writeRequest{r}
+			// Writers answered by the last batch are about to come back;
+			// give them a moment so that they share the next commit.
+			for i := 0; i < b.lastBatch && len(b.reqs) < b.lastBatch-1 && i < 8; i++ {
+				runtime.Gosched()
+			}
 		more:
 			for len(batch) < maxBatch {
 				select {
@@ -72,6 +81,7 @@ func (b *Branch) run() {
 					break more
 				}
 			}
+			b.lastBatch = len(batch)
 			b.commitBatch(batch)
 		case <-poll.C:
 			if err := b.ingest(); err != nil {
@@ -98,7 +108,11 @@ func (b *Branch) drain(err error) {
 func (b *Branch) commitBatch(batch []*writeRequest) {
 	for attempt := 0; ; attempt++ {
 		b.evaluate(batch)
+		t0 := time.Now()
 		err := b.persist(batch)
+		if debugBatches {
+			println("batch", len(batch), time.Since(t0).String())
+		}
 		if err == nil {
 			b.publish(batch)
 			return
