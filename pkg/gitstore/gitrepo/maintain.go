@@ -1,0 +1,198 @@
+package gitrepo
+
+import (
+	"bytes"
+	"cmp"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io/fs"
+	"os"
+	"slices"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+const (
+	// maxPacks is how many packs Maintain lets accumulate before merging.
+	// Every pack costs readers an index lookup per object they miss.
+	maxPacks = 16
+	// packFactor: Maintain leaves packs alone that form a geometric
+	// progression of this factor (git repack --geometric), so each byte
+	// is copied O(log total) times over the repository's life, not once
+	// per Maintain.
+	packFactor = 2
+)
+
+// Maintain merges small packs into one once there are more than maxPacks:
+// the smallest packs, and larger ones up to where sizes at least double,
+// as git repack --geometric=2 picks them. Packs with a .keep file (a push
+// in progress, or kept on purpose) are left alone. Entries are copied
+// compressed as they are, duplicates dropped. The merged pack is durable
+// and visible to readers before the merged ones are closed and removed,
+// and a reader that was reading a removed pack retries, so no read fails
+// because of Maintain. With maxPacks or fewer packs it costs a directory
+// listing. Write may run meanwhile.
+func (r *Repo) Maintain() error {
+	r.maintainMu.Lock()
+	defer r.maintainMu.Unlock()
+	if _, err := r.refreshPacks(nil); err != nil {
+		return err
+	}
+	set := r.packs.Load()
+	if set == nil || len(set.packs) <= r.maxPacks {
+		return nil
+	}
+	var cands []*pack
+	for _, p := range set.packs {
+		if _, err := os.Stat(packPath(r.packDir, p.sum, ".keep")); errors.Is(err, fs.ErrNotExist) {
+			cands = append(cands, p)
+		}
+	}
+	if len(cands) <= r.maxPacks {
+		return nil
+	}
+	roll := geometricRollup(cands)
+	if len(roll) < 2 {
+		return nil
+	}
+	merged, err := r.mergePacks(roll)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // git gc removed a pack meanwhile; look again next time
+	}
+	if err != nil {
+		return err
+	}
+	if err := r.replacePacks(merged, roll); err != nil {
+		return err
+	}
+	return r.removePacks(roll, merged.sum)
+}
+
+// geometricRollup returns the packs to merge: sorted by size, the
+// smallest ones below the point from where each pack is at least
+// packFactor times the previous, plus the larger ones the merged pack
+// would then outgrow less than packFactor times.
+func geometricRollup(packs []*pack) []*pack {
+	s := slices.Clone(packs)
+	slices.SortFunc(s, func(a, b *pack) int { return cmp.Compare(a.size, b.size) })
+	split := 0
+	for i := len(s) - 1; i > 0; i-- {
+		if s[i].size < packFactor*s[i-1].size {
+			split = i + 1
+			break
+		}
+	}
+	total := int64(0)
+	for _, p := range s[:split] {
+		total += p.size
+	}
+	for split < len(s) && s[split].size < packFactor*total {
+		total += s[split].size
+		split++
+	}
+	return s[:split]
+}
+
+// mergePacks writes one pack holding every object of packs. It reads
+// them through files of its own: a reader that finds a pack gone from disk
+// closes the snapshot's file.
+func (r *Repo) mergePacks(packs []*pack) (*pack, error) {
+	var own []*pack
+	defer func() {
+		for _, p := range own {
+			p.f.Close()
+		}
+	}()
+	for _, p := range packs {
+		f, err := os.Open(packPath(r.packDir, p.sum, ".pack"))
+		if err != nil {
+			return nil, err
+		}
+		own = append(own, &pack{sum: p.sum, idx: p.idx, f: f, size: p.size})
+	}
+	packs = own
+	at := map[plumbing.Hash]int64{} // object → offset in the new pack
+	for _, p := range packs {
+		for i := range p.idx.n {
+			at[p.idx.hash(i)] = -1
+		}
+	}
+	pw, err := newPackWriter(r.packDir, len(at))
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range packs {
+		if err := copyEntries(pw, p, at); err != nil {
+			pw.abort()
+			return nil, fmt.Errorf("merging pack-%s: %w", p.sum, err)
+		}
+	}
+	return pw.finish()
+}
+
+// copyEntries appends p's objects not yet written to pw, in p's order so
+// that OFS_DELTA bases come before their deltas, rewriting the distance
+// to the base.
+func copyEntries(pw *packWriter, p *pack, at map[plumbing.Hash]int64) error {
+	moved := make(map[int64]int64, p.idx.n) // offset in p → in pw
+	for _, pos := range p.idx.byOffset {
+		h, off := p.idx.hash(int(pos)), p.idx.offset(int(pos))
+		if o := at[h]; o >= 0 {
+			moved[off] = o // a duplicate: deltas use the first copy
+			continue
+		}
+		raw, err := p.raw(off)
+		if err != nil {
+			return err
+		}
+		if crc32.ChecksumIEEE(raw) != p.idx.crc(int(pos)) {
+			return fmt.Errorf("%w: crc mismatch for %s", errBadPack, h)
+		}
+		if raw, err = rebase(raw, off, pw.off, moved); err != nil {
+			return err
+		}
+		moved[off], at[h] = pw.off, pw.off
+		if err := pw.add(h, raw); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rebase rewrites an OFS_DELTA entry moving from off to newOff; other
+// entries are position independent.
+func rebase(raw []byte, off, newOff int64, moved map[int64]int64) ([]byte, error) {
+	t, _, n, err := parseEntryHeader(raw)
+	if err != nil || t != plumbing.OFSDeltaObject {
+		return raw, err
+	}
+	dist, m, err := parseOfsDelta(raw[n:])
+	if err != nil {
+		return nil, err
+	}
+	base, ok := moved[off-dist]
+	if !ok {
+		return nil, fmt.Errorf("%w: delta at %d has no base at %d", errBadPack, off, off-dist)
+	}
+	out := bytes.Clone(raw[:n])
+	out = appendOfsDelta(out, newOff-base)
+	return append(out, raw[n+m:]...), nil
+}
+
+// removePacks deletes merged packs: the pack first, so no reader that
+// lists packs (go-git) finds a pack without its index; an index left by a
+// crash is removed by Open.
+func (r *Repo) removePacks(packs []*pack, keep plumbing.Hash) error {
+	for _, p := range packs {
+		if p.sum == keep {
+			continue
+		}
+		for _, ext := range []string{".pack", ".idx"} {
+			if err := os.Remove(packPath(r.packDir, p.sum, ext)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+		}
+	}
+	return syncDir(r.packDir)
+}

@@ -1,0 +1,131 @@
+package gitrepo
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/stretchr/testify/require"
+)
+
+func TestGeometricRollup(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		sizes []int64
+		want  []int64
+	}{
+		{"equal sizes all merge", []int64{10, 10, 10, 10}, []int64{10, 10, 10, 10}},
+		{"progression left alone", []int64{1, 2, 4, 8, 16}, nil},
+		{"small ones merge under a big one", []int64{1000, 10, 12, 11}, []int64{10, 11, 12}},
+		{"merged pack absorbs what it outgrows", []int64{10, 10, 10, 50, 1000}, []int64{10, 10, 10, 50}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var packs []*pack
+			for _, s := range tc.sizes {
+				packs = append(packs, &pack{size: s})
+			}
+			var got []int64
+			for _, p := range geometricRollup(packs) {
+				got = append(got, p.size)
+			}
+			require.Equal(t, tc.want, got)
+		})
+	}
+}
+
+func TestMaintainMergesSmallPacks(t *testing.T) {
+	r := openTemp(t)
+	var commits []plumbing.Hash
+	for i := range maxPacks + 4 {
+		commits = append(commits, commitFiles(t, r, files(20, fmt.Sprintf("c%d-", i)), "m\n"))
+	}
+	require.Equal(t, maxPacks+4, packCount(t, r))
+	require.NoError(t, r.Maintain())
+	require.Equal(t, 1, packCount(t, r))
+	require.NoError(t, r.Maintain(), "nothing to do")
+	require.Equal(t, 1, packCount(t, r))
+
+	for i, h := range commits {
+		require.Contains(t, readFile(t, r, h, fmt.Sprintf("c%d-0019.json", i)), `"n": 19`)
+	}
+	fsck(t, r.Dir())
+	require.Equal(t, fmt.Sprint(len(commits)), git(t, r.Dir(), "rev-list", "--count", "main"))
+	sums, err := listPacks(r.packDir)
+	require.NoError(t, err)
+	idx, err := os.ReadFile(packPath(r.packDir, sums[0], ".idx"))
+	require.NoError(t, err)
+	theirs := filepath.Join(t.TempDir(), "git.idx")
+	git(t, r.Dir(), "index-pack", "-o", theirs, packPath(r.packDir, sums[0], ".pack"))
+	want, err := os.ReadFile(theirs)
+	require.NoError(t, err)
+	require.Equal(t, want, idx, "git derives the same index from the merged pack")
+}
+
+// Packs git received hold OFS and REF deltas; merging rewrites the
+// former's distances.
+func TestMaintainMergesGitsDeltifiedPacks(t *testing.T) {
+	r := openTemp(t)
+	r.maxPacks = 2
+	git(t, r.Dir(), "config", "receive.unpackLimit", "1")
+	commitFiles(t, r, map[string]string{"a": "1"}, "ours\n")
+	work := filepath.Join(t.TempDir(), "work")
+	var tips []plumbing.Hash
+	for range 4 {
+		tips = append(tips, pushCommits(t, r, work, 3))
+	}
+	_, err := r.refreshPacks(r.packs.Load())
+	require.NoError(t, err)
+	deltas := map[plumbing.ObjectType]int{}
+	for _, p := range r.packs.Load().packs {
+		for _, pos := range p.idx.byOffset {
+			raw, err := p.raw(p.idx.offset(int(pos)))
+			require.NoError(t, err)
+			typ, _, _, err := parseEntryHeader(raw)
+			require.NoError(t, err)
+			deltas[typ]++
+		}
+	}
+	require.Positive(t, deltas[plumbing.OFSDeltaObject], "precondition: git sent deltas: %v", deltas)
+	before := packCount(t, r)
+	require.Greater(t, before, 2)
+
+	require.NoError(t, r.Maintain())
+	require.Less(t, packCount(t, r), before)
+	fsck(t, r.Dir())
+	require.NoError(t, r.Close())
+	r, err = Open(r.Dir())
+	require.NoError(t, err)
+	defer r.Close()
+	for _, tip := range tips {
+		require.Contains(t, readFile(t, r, tip, "big.txt"), "line 1999")
+	}
+	git(t, r.Dir(), "clone", "-q", r.Dir(), filepath.Join(t.TempDir(), "clone"))
+}
+
+func TestMaintainLeavesKeptPacks(t *testing.T) {
+	r := openTemp(t)
+	r.maxPacks = 2
+	for i := range 4 {
+		commitFiles(t, r, files(5, fmt.Sprintf("c%d-", i)), "m\n")
+	}
+	sums, err := listPacks(r.packDir)
+	require.NoError(t, err)
+	for _, s := range sums[:2] {
+		require.NoError(t, os.WriteFile(packPath(r.packDir, s, ".keep"), nil, 0o644))
+	}
+	require.NoError(t, r.Maintain(), "only two candidates: no merge")
+	require.Equal(t, 4, packCount(t, r))
+
+	commitFiles(t, r, files(5, "more-"), "m\n")
+	require.NoError(t, r.Maintain())
+	after, err := listPacks(r.packDir)
+	require.NoError(t, err)
+	require.Len(t, after, 3)
+	for _, s := range sums[:2] {
+		require.True(t, slices.Contains(after, s), "kept pack %s stays", s)
+	}
+	fsck(t, r.Dir())
+}

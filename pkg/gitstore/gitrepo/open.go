@@ -1,0 +1,101 @@
+package gitrepo
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+const bareConfig = `[core]
+	repositoryformatversion = 0
+	filemode = true
+	bare = true
+`
+
+// initIfEmpty creates a bare repository in dir when dir is missing, empty,
+// or holds only what an interrupted initIfEmpty left. HEAD is written last:
+// git (and Open) take a directory without HEAD for no repository.
+func initIfEmpty(dir string) error {
+	if _, err := os.Stat(filepath.Join(dir, "HEAD")); err == nil {
+		return nil
+	}
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(dir, 0o777); err != nil {
+			return err
+		}
+		if err := syncDir(filepath.Dir(dir)); err != nil {
+			return err
+		}
+	} else if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		switch n := e.Name(); {
+		case n == "objects", n == "refs", n == "config", n == "heaven.lock", strings.HasPrefix(n, tmpPrefix):
+		default:
+			return fmt.Errorf("%w: %s holds %q but no HEAD", ErrNotRepository, dir, n)
+		}
+	}
+	for _, d := range []string{"objects/info", "objects/pack", "refs/heads", "refs/tags"} {
+		if err := mkdirAllDurable(dir, filepath.Join(dir, d)); err != nil {
+			return err
+		}
+	}
+	if err := writeFileDurable(filepath.Join(dir, "config"), []byte(bareConfig)); err != nil {
+		return err
+	}
+	return writeFileDurable(filepath.Join(dir, "HEAD"), []byte("ref: refs/heads/main\n"))
+}
+
+// removeLeftovers deletes what a writer that crashed may have left: our
+// temporary files, indexes whose pack was never renamed into place (we
+// rename the index first), and ref locks. Git never leaves an index
+// without its pack (it renames the pack first), so this touches none of
+// a concurrent push's files; ref locks, though, may be git's own, which
+// is why no git may write refs while Open runs.
+func (r *Repo) removeLeftovers() error {
+	if err := removeMatching(r.dir, func(n string) bool { return strings.HasPrefix(n, tmpPrefix) }); err != nil {
+		return err
+	}
+	if err := removeMatching(r.packDir, func(n string) bool {
+		if strings.HasPrefix(n, tmpPrefix) {
+			return true
+		}
+		sum, ok := packName(n, ".idx")
+		if !ok {
+			return false
+		}
+		_, err := os.Stat(packPath(r.packDir, sum, ".pack"))
+		return errors.Is(err, fs.ErrNotExist)
+	}); err != nil {
+		return err
+	}
+	if err := os.Remove(filepath.Join(r.dir, "packed-refs.lock")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return filepath.WalkDir(filepath.Join(r.dir, "refs"), func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".lock") {
+			return err
+		}
+		return os.Remove(path)
+	})
+}
+
+func removeMatching(dir string, match func(string) bool) error {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if !e.IsDir() && match(e.Name()) {
+			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+		}
+	}
+	return nil
+}
