@@ -31,6 +31,9 @@ func (r *Repo) NewBatch() *Batch {
 // content, which the batch keeps without copying: it must not change
 // until Write returns. Adding the same object twice stores it once.
 func (b *Batch) Add(t plumbing.ObjectType, data []byte) plumbing.Hash {
+	if t < plumbing.CommitObject || t > plumbing.TagObject {
+		panic("gitrepo: Batch.Add of a " + t.String())
+	}
 	h := hashObject(t, data)
 	if _, ok := b.seen[h]; !ok {
 		b.seen[h] = struct{}{}

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
 )
@@ -26,13 +27,15 @@ const (
 
 // Maintain merges small packs into one once there are more than maxPacks:
 // the smallest packs, and larger ones up to where sizes at least double,
-// as git repack --geometric=2 picks them. Packs with a .keep file (a push
-// in progress, or kept on purpose) are left alone. Entries are copied
-// compressed as they are, duplicates dropped. The merged pack is durable
-// and visible to readers before the merged ones are closed and removed,
-// and a reader that was reading a removed pack retries, so no read fails
-// because of Maintain. With maxPacks or fewer packs it costs a directory
-// listing. Write may run meanwhile.
+// as git repack --geometric=2 picks them. Kept, promisor and cruft packs
+// are left alone (see mergeable). Entries are copied compressed as they
+// are (deltas too, with their distance to the base rewritten), duplicates
+// dropped. The merged pack is durable and visible to readers before the
+// merged ones are closed and removed, and a reader that was reading a
+// removed pack retries, so no read fails because of Maintain. With
+// maxPacks or fewer packs it costs a directory listing. Write may run
+// meanwhile; each byte written is copied about five times over the
+// repository's life (README.md).
 func (r *Repo) Maintain() error {
 	r.maintainMu.Lock()
 	defer r.maintainMu.Unlock()
@@ -45,7 +48,7 @@ func (r *Repo) Maintain() error {
 	}
 	var cands []*pack
 	for _, p := range set.packs {
-		if _, err := os.Stat(packPath(r.packDir, p.sum, ".keep")); errors.Is(err, fs.ErrNotExist) {
+		if r.mergeable(p) {
 			cands = append(cands, p)
 		}
 	}
@@ -67,6 +70,18 @@ func (r *Repo) Maintain() error {
 		return err
 	}
 	return r.removePacks(roll, merged.sum)
+}
+
+// mergeable: not kept (.keep: a push in progress, or kept on purpose), not
+// a promisor pack, not a cruft pack (.mtimes: git gc's unreachable objects
+// with their ages), whose meaning a merge would lose.
+func (r *Repo) mergeable(p *pack) bool {
+	for _, ext := range []string{".keep", ".promisor", ".mtimes"} {
+		if _, err := os.Stat(packPath(r.packDir, p.sum, ext)); !errors.Is(err, fs.ErrNotExist) {
+			return false
+		}
+	}
+	return true
 }
 
 // geometricRollup returns the packs to merge: sorted by size, the
@@ -181,18 +196,22 @@ func rebase(raw []byte, off, newOff int64, moved map[int64]int64) ([]byte, error
 }
 
 // removePacks deletes merged packs: the pack first, so no reader that
-// lists packs (go-git) finds a pack without its index; an index left by a
-// crash is removed by Open.
+// lists packs (go-git) finds a pack without its index (an index left by a
+// crash is removed by Open), then the files git may have added beside it.
+// Like git repack, it drops a multi-pack-index, which would name them.
 func (r *Repo) removePacks(packs []*pack, keep plumbing.Hash) error {
 	for _, p := range packs {
 		if p.sum == keep {
 			continue
 		}
-		for _, ext := range []string{".pack", ".idx"} {
+		for _, ext := range []string{".pack", ".idx", ".bitmap", ".rev"} {
 			if err := os.Remove(packPath(r.packDir, p.sum, ext)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return err
 			}
 		}
+	}
+	if err := removeMatching(r.packDir, func(n string) bool { return strings.HasPrefix(n, "multi-pack-index") }); err != nil {
+		return err
 	}
 	return syncDir(r.packDir)
 }

@@ -129,3 +129,34 @@ func TestMaintainLeavesKeptPacks(t *testing.T) {
 	}
 	fsck(t, r.Dir())
 }
+
+// After git gc (a bitmap) and git multi-pack-index, Maintain still leaves
+// a repository git reads: it drops the index of packs it removed.
+func TestMaintainAlongsideGitMaintenance(t *testing.T) {
+	r := openTemp(t)
+	r.maxPacks = 2
+	for i := range 3 {
+		commitFiles(t, r, files(5, fmt.Sprintf("a%d-", i)), "m\n")
+	}
+	git(t, r.Dir(), "gc", "-q")
+	git(t, r.Dir(), "multi-pack-index", "write")
+	var last plumbing.Hash
+	for i := range 4 {
+		last = commitFiles(t, r, files(5, fmt.Sprintf("b%d-", i)), "m\n")
+	}
+	git(t, r.Dir(), "multi-pack-index", "write")
+	require.NoError(t, r.Maintain())
+	_, err := os.Stat(filepath.Join(r.packDir, "multi-pack-index"))
+	require.True(t, os.IsNotExist(err))
+	fsck(t, r.Dir())
+	require.Equal(t, "7", git(t, r.Dir(), "rev-list", "--count", last.String()))
+	ents, err := os.ReadDir(r.packDir)
+	require.NoError(t, err)
+	for _, e := range ents {
+		sum, ok := packName(e.Name(), filepath.Ext(e.Name()))
+		if ok {
+			_, err := os.Stat(packPath(r.packDir, sum, ".pack"))
+			require.NoError(t, err, "%s has its pack", e.Name())
+		}
+	}
+}

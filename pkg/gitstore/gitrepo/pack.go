@@ -61,10 +61,18 @@ func (pw *packWriter) write(b []byte) error {
 	return err
 }
 
-// add appends one entry (its header, any delta base, the zlib stream).
-func (pw *packWriter) add(h plumbing.Hash, entry []byte) error {
-	pw.entries = append(pw.entries, idxEntry{hash: h, offset: pw.off, crc: crc32.ChecksumIEEE(entry)})
-	return pw.write(entry)
+// add appends one entry given in parts (its header, any delta base, the
+// zlib stream).
+func (pw *packWriter) add(h plumbing.Hash, parts ...[]byte) error {
+	e := idxEntry{hash: h, offset: pw.off}
+	for _, b := range parts {
+		e.crc = crc32.Update(e.crc, crc32.IEEETable, b)
+		if err := pw.write(b); err != nil {
+			return err
+		}
+	}
+	pw.entries = append(pw.entries, e)
+	return nil
 }
 
 // abort removes the temporary file.
@@ -143,14 +151,13 @@ func writeTemp(dir, prefix string, data []byte) (string, error) {
 	}
 	_, err = f.Write(data)
 	if err == nil {
+		err = f.Chmod(0o444) // packs and indexes are read-only in git
+	}
+	if err == nil {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
-	}
-	if err == nil {
-		// Packs and indexes are read-only in git repositories.
-		err = os.Chmod(f.Name(), 0o444)
 	}
 	if err != nil {
 		os.Remove(f.Name())

@@ -96,7 +96,7 @@ func TestPackEntryFormat(t *testing.T) {
 
 func TestInflateRejectsDamage(t *testing.T) {
 	data := []byte("hello, hello, hello")
-	z := fastLevel.appendDeflated(nil, data)
+	z := deflater.appendDeflated(nil, data)
 	got, err := inflate(z, int64(len(data)))
 	require.NoError(t, err)
 	require.Equal(t, data, got)

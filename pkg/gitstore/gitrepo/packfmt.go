@@ -18,24 +18,12 @@ import (
 
 var errBadPack = errors.New("gitrepo: malformed pack")
 
-// Compression levels (measured with BenchmarkCompress and BenchmarkWrite,
-// see README.md). Trees are mostly SHA-1s, which do not compress: zlib
-// BestSpeed shrinks a 1,000-entry tree to 52% at 44 MB/s, while storing
-// it runs at 1 GB/s, and big trees are most of a batch. Blobs (JSON) and
-// commits are small and compress well. Maintain copies entries as they
-// are; git gc or repack compresses and deltifies them.
-func compressLevel(t plumbing.ObjectType) *deflaterPool {
-	if t == plumbing.TreeObject {
-		return storedLevel
-	}
-	return fastLevel
-}
+// deflater compresses entries with zlib's fastest real compression
+// (BenchmarkCompress, README.md). Deltas keep the big trees, which
+// compress poorly and slowly, mostly out of the pack.
+var deflater = &deflaterPool{level: zlib.BestSpeed}
 
-var (
-	fastLevel   = &deflaterPool{level: zlib.BestSpeed}
-	storedLevel = &deflaterPool{level: zlib.NoCompression}
-)
-
+// appendEntryHeader appends an entry's type and inflated size.
 func appendEntryHeader(dst []byte, t plumbing.ObjectType, size int64) []byte {
 	c := byte(t)<<4 | byte(size&0x0f)
 	size >>= 4

@@ -1,8 +1,12 @@
 package gitrepo
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -178,4 +182,46 @@ func TestBranchesListsLooseAndPacked(t *testing.T) {
 	got, err := r.Branches()
 	require.NoError(t, err)
 	require.Equal(t, []string{"a/x", "a/y", "b", "c"}, got)
+}
+
+// Goroutines and git update-ref processes race to move main from the same
+// old value: exactly one wins, because all take <ref>.lock exclusively.
+func TestCompareAndSwapRefRacesWithGit(t *testing.T) {
+	r := openTemp(t)
+	b := r.NewBatch()
+	base := addCommit(t, b, plumbing.ZeroHash, map[string]string{"a": "0"}, "base\n")
+	var next []plumbing.Hash
+	for i := range 8 {
+		next = append(next, addCommit(t, b, base, map[string]string{"a": fmt.Sprint(i + 1)}, "next\n"))
+	}
+	require.NoError(t, r.Write(b))
+	for round := range 5 {
+		require.NoError(t, os.RemoveAll(r.refPath(plumbing.Main)))
+		require.NoError(t, r.CompareAndSwapRef(plumbing.Main, base, plumbing.ZeroHash))
+		var wins atomic.Int32
+		var wg sync.WaitGroup
+		for i, h := range next {
+			if i%2 == 0 {
+				wg.Go(func() {
+					err := r.CompareAndSwapRef(plumbing.Main, h, base)
+					if err == nil {
+						wins.Add(1)
+					} else if !errors.Is(err, ErrRefChanged) && !errors.Is(err, ErrRefLocked) {
+						t.Error(err)
+					}
+				})
+				continue
+			}
+			wg.Go(func() {
+				if gitCmd(r.Dir(), "update-ref", "refs/heads/main", h.String(), base.String()).Run() == nil {
+					wins.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		require.Equal(t, int32(1), wins.Load(), "round %d", round)
+		got, err := r.Ref(plumbing.Main)
+		require.NoError(t, err)
+		require.Contains(t, next, got)
+	}
 }

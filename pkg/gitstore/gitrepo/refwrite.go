@@ -26,16 +26,13 @@ func (r *Repo) updateRef(name plumbing.ReferenceName, check func(refValue, bool)
 	}
 	path := r.refPath(name)
 	dir := filepath.Dir(path)
-	if err := mkdirAllDurable(r.dir, dir); err != nil {
-		return fmt.Errorf("%s: %w", name, err)
-	}
 	lock := path + ".lock"
-	f, err := os.OpenFile(lock, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := createLock(r.dir, lock)
 	if errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("%w: %s", ErrRefLocked, name)
 	}
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: %w", name, err)
 	}
 	if v == nil {
 		f.Close()
@@ -59,6 +56,22 @@ func (r *Repo) updateRef(name plumbing.ReferenceName, check func(refValue, bool)
 		return err
 	}
 	return syncDir(dir)
+}
+
+// createLock creates a lock file exclusively, and its directory durably.
+// A delete of a sibling ref may remove the directory just created (as git
+// prunes empty ones), hence the retries.
+func createLock(root, lock string) (f *os.File, err error) {
+	for range 3 {
+		if err = mkdirAllDurable(root, filepath.Dir(lock)); err != nil {
+			return nil, err
+		}
+		f, err = os.OpenFile(lock, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if !errors.Is(err, fs.ErrNotExist) {
+			return f, err
+		}
+	}
+	return nil, err
 }
 
 // writeLocked checks the current value and writes v into the lock file f,

@@ -1,9 +1,13 @@
 package gitrepo
 
 import (
+	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
 )
 
 // Write stores the batch's objects as one pack with its index, leaving out
@@ -11,30 +15,60 @@ import (
 // is harmless). When Write returns nil the objects are durable (pack,
 // index and their names fsynced) and readable through Storer, so a ref
 // may name them. An empty batch, or one whose objects are all stored,
-// writes nothing. The batch may be reused or dropped afterwards.
+// writes nothing.
 func (r *Repo) Write(b *Batch) error {
 	r.writeMu.Lock()
 	defer r.writeMu.Unlock()
+	todo, err := r.unstored(b.objs)
+	if err != nil || len(todo) == 0 {
+		return err
+	}
+	return r.writePack(todo)
+}
+
+// unstored returns the objects no pack holds. Like git, it freshens
+// (touches) the packs it relies on instead, so that git gc's grace period
+// for unreachable objects counts from now: they are about to be
+// referenced. That also checks the packs still exist: git gc may have
+// removed one since the snapshot was taken.
+func (r *Repo) unstored(objs []batchObject) ([]batchObject, error) {
 	set := r.packs.Load()
 	if set == nil {
-		return ErrClosed
+		return nil, ErrClosed
 	}
 	var todo []batchObject
-	for _, o := range b.objs {
-		if _, _, ok := set.find(o.h); !ok {
+	stored := map[*pack][]batchObject{}
+	for _, o := range objs {
+		if p, _, ok := set.find(o.h); ok {
+			stored[p] = append(stored[p], o)
+		} else {
 			todo = append(todo, o)
 		}
 	}
-	if len(todo) == 0 {
-		return nil
+	now := time.Now()
+	for p, dup := range stored {
+		if os.Chtimes(packPath(r.packDir, p.sum, ".pack"), now, now) != nil {
+			todo = append(todo, dup...) // gone: write them again
+		}
 	}
-	entries := encodeEntries(todo)
+	return todo, nil
+}
+
+// writePack writes objects as one pack and makes it visible.
+func (r *Repo) writePack(todo []batchObject) error {
+	entries := encodeEntries(todo, planDeltas(todo))
 	pw, err := newPackWriter(r.packDir, len(todo))
 	if err != nil {
 		return err
 	}
-	for i, o := range todo {
-		if err := pw.add(o.h, entries[i]); err != nil {
+	offsets := make([]int64, len(todo))
+	for i, e := range entries {
+		offsets[i] = pw.off
+		hdr := appendEntryHeader(make([]byte, 0, 32), e.t, e.size)
+		if e.base >= 0 {
+			hdr = appendOfsDelta(hdr, offsets[i]-offsets[e.base])
+		}
+		if err := pw.add(todo[i].h, hdr, e.z); err != nil {
 			pw.abort()
 			return err
 		}
@@ -46,20 +80,36 @@ func (r *Repo) Write(b *Batch) error {
 	return r.addPack(p)
 }
 
-// encodeEntries turns objects into pack entries (header and zlib stream)
-// on all CPUs: compression is most of a batch's CPU time. Only the pack's
-// checksum, over the entries in order, is serial.
-func encodeEntries(objs []batchObject) [][]byte {
-	out := make([][]byte, len(objs))
+// packEntry is an object ready for the pack but for its header: what it
+// stores (the object, or a delta against the entry at index base), and
+// that content's size and zlib stream.
+type packEntry struct {
+	t    plumbing.ObjectType
+	base int
+	size int64
+	z    []byte
+}
+
+// encodeEntries computes deltas and compresses on all CPUs: that is most
+// of a batch's CPU time. Only the pack's checksum, over the entries in
+// order, is serial.
+func encodeEntries(objs []batchObject, plan []deltaPlan) []packEntry {
+	out := make([]packEntry, len(objs))
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range min(runtime.GOMAXPROCS(0), len(objs)) {
 		wg.Go(func() {
 			for i := int(next.Add(1) - 1); i < len(objs); i = int(next.Add(1) - 1) {
-				o := &objs[i]
-				buf := make([]byte, 0, 16+len(o.data)/2)
-				buf = appendEntryHeader(buf, o.t, int64(len(o.data)))
-				out[i] = compressLevel(o.t).appendDeflated(buf, o.data)
+				o, pl := &objs[i], plan[i]
+				e := packEntry{t: o.t, base: pl.base}
+				content := o.data
+				if pl.base >= 0 {
+					e.t = plumbing.OFSDeltaObject
+					content = appendDelta(nil, objs[pl.base].data, o.data, pl.prefix, pl.suffix)
+				}
+				e.size = int64(len(content))
+				e.z = deflater.appendDeflated(make([]byte, 0, 64+len(content)/2), content)
+				out[i] = e
 			}
 		})
 	}

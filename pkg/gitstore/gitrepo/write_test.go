@@ -2,7 +2,9 @@ package gitrepo
 
 import (
 	"io"
+	"os"
 	"testing"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -121,4 +123,41 @@ func TestWriteAfterCloseFails(t *testing.T) {
 	_, err := r.Storer().EncodedObject(plumbing.AnyObject, plumbing.ZeroHash)
 	require.ErrorIs(t, err, ErrClosed)
 	require.NoError(t, r.Close(), "Close is idempotent")
+}
+
+// Like git, relying on a stored object freshens its pack, so that git gc
+// does not prune it as old and unreachable just before a ref names it.
+func TestWriteFreshensPacksItDedupesAgainst(t *testing.T) {
+	r := openTemp(t)
+	b := r.NewBatch()
+	b.AddBlob([]byte("x"))
+	require.NoError(t, r.Write(b))
+	sums, err := listPacks(r.packDir)
+	require.NoError(t, err)
+	path := packPath(r.packDir, sums[0], ".pack")
+	old := time.Now().Add(-30 * 24 * time.Hour)
+	require.NoError(t, os.Chtimes(path, old, old))
+
+	again := r.NewBatch()
+	again.AddBlob([]byte("x"))
+	require.NoError(t, r.Write(again))
+	require.Equal(t, 1, packCount(t, r))
+	fi, err := os.Stat(path)
+	require.NoError(t, err)
+	require.WithinDuration(t, time.Now(), fi.ModTime(), time.Minute)
+}
+
+// A pack git gc removed (with --prune=now) no longer counts as storage.
+func TestWriteRewritesObjectsOfRemovedPacks(t *testing.T) {
+	r := openTemp(t)
+	b := r.NewBatch()
+	x := b.AddBlob([]byte("x"))
+	require.NoError(t, r.Write(b))
+	git(t, r.Dir(), "gc", "-q", "--prune=now") // x is unreachable: gone
+	require.Equal(t, 0, packCount(t, r))
+
+	again := r.NewBatch()
+	again.AddBlob([]byte("x"))
+	require.NoError(t, r.Write(again))
+	git(t, r.Dir(), "cat-file", "-e", x.String())
 }
