@@ -46,6 +46,7 @@ type Branch struct {
 
 	leases    *lessor
 	reqs      chan *writeRequest
+	kick      chan struct{} // the ref moved: ingest (see Repository.poll)
 	lastBatch int // size of the previous group commit (writer-only)
 	stop      chan struct{}
 	done      chan struct{}
@@ -63,6 +64,7 @@ func openBranch(ctx context.Context, git *gitrepo.Repo, name string, leases *les
 		chain:   map[plumbing.Hash]int64{},
 		leases:  leases,
 		reqs:    make(chan *writeRequest, 1024),
+		kick:    make(chan struct{}, 1),
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
 	}

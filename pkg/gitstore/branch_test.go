@@ -307,3 +307,31 @@ func TestPicksUpPushedCommits(t *testing.T) {
 	require.Equal(t, fmt.Sprint(b.Revision()), strings.TrimSpace(strings.TrimPrefix(
 		strings.TrimSpace(git(t, dir, "log", "-1", "--format=%(trailers:key=Heaven-Revision)", "team-a")), "Heaven-Revision:")))
 }
+
+func TestBranchesHaveTheirOwnRevisionsAndClose(t *testing.T) {
+	r, a, _ := openTestBranch(t)
+	bb, err := r.Branch(context.Background(), "team-b")
+	require.NoError(t, err)
+	put(t, a, "/k", "a1")
+	put(t, a, "/k", "a2")
+	require.Equal(t, int64(2), put(t, bb, "/k", "b1"))
+	require.Equal(t, "a2", string(get(t, a, "/k", 0).Value))
+	require.Equal(t, "b1", string(get(t, bb, "/k", 0).Value))
+
+	w, err := bb.Watch(context.Background(), WatchRequest{Key: []byte("/k")})
+	require.NoError(t, err)
+	require.NoError(t, r.CloseBranch("team-b"))
+	for resp := range w.Responses() {
+		require.True(t, resp.Canceled, "only a cancellation after close")
+	}
+	_, err = bb.Range(context.Background(), &pb.RangeRequest{Key: []byte("/k")})
+	require.ErrorIs(t, err, ErrClosed)
+
+	again, err := r.Branch(context.Background(), "team-b")
+	require.NoError(t, err)
+	require.Equal(t, int64(2), again.Revision())
+	require.Equal(t, "b1", string(get(t, again, "/k", 0).Value))
+
+	_, err = r.Branch(context.Background(), "../evil")
+	require.ErrorIs(t, err, ErrInvalidBranch)
+}

@@ -65,10 +65,13 @@ func Open(dir string, opts Options) (*Repository, error) {
 // Git is the underlying repository.
 func (r *Repository) Git() *gitrepo.Repo { return r.git }
 
-// background expires leases and consolidates packs.
+// background polls open branches for commits made by others, expires
+// leases and consolidates packs.
 func (r *Repository) background() {
 	defer close(r.done)
 	ctx := klog.NewContext(context.Background(), r.log)
+	poll := time.NewTicker(r.opts.PollInterval)
+	defer poll.Stop()
 	leases := time.NewTicker(500 * time.Millisecond)
 	defer leases.Stop()
 	maintain := time.NewTicker(5 * time.Second)
@@ -77,12 +80,36 @@ func (r *Repository) background() {
 		select {
 		case <-r.stop:
 			return
+		case <-poll.C:
+			r.poll()
 		case <-leases.C:
 			r.expireLeases(ctx)
 		case <-maintain.C:
 			if err := r.git.Maintain(); err != nil {
 				r.log.Error(err, "Pack maintenance failed")
 			}
+		}
+	}
+}
+
+// poll reads every open branch's ref (one small file each) and wakes the
+// writers of those that moved. One poller per repository, rather than a
+// ticker per branch, keeps idle branches free.
+func (r *Repository) poll() {
+	r.mu.Lock()
+	branches := make([]*Branch, 0, len(r.branches))
+	for _, b := range r.branches {
+		branches = append(branches, b)
+	}
+	r.mu.Unlock()
+	for _, b := range branches {
+		tip, err := r.git.Ref(b.ref)
+		if err != nil || tip == b.Head() {
+			continue
+		}
+		select {
+		case b.kick <- struct{}{}:
+		default:
 		}
 	}
 }

@@ -54,12 +54,10 @@ func (b *Branch) submit(ctx context.Context, r *writeRequest) (*pb.TxnResponse, 
 	}
 }
 
-// run is the writer goroutine: group commit of queued requests, and polling
-// for commits made by others.
+// run is the writer goroutine: group commit of queued requests, and picking
+// up commits made by others when the repository's poller saw the ref move.
 func (b *Branch) run() {
 	defer close(b.done)
-	poll := time.NewTicker(b.opts.PollInterval)
-	defer poll.Stop()
 	for {
 		select {
 		case <-b.stop:
@@ -83,7 +81,7 @@ func (b *Branch) run() {
 			}
 			b.lastBatch = len(batch)
 			b.commitBatch(batch)
-		case <-poll.C:
+		case <-b.kick:
 			if err := b.ingest(); err != nil {
 				b.log.Error(err, "Picking up commits from outside failed")
 			}
@@ -238,7 +236,9 @@ func (b *Branch) persist(batch []*writeRequest) error {
 		if err := b.git.CompareAndSwapRef(b.ref, head, b.head); err != nil {
 			return err
 		}
+		b.mu.Lock() // Head() reads head
 		b.head, b.tree = head, b.mirror.root.hash
+		b.mu.Unlock()
 		b.chain[head] = lastGitRev
 	}
 	if lastGitRev < b.latest {
