@@ -47,7 +47,7 @@ type Branch struct {
 	leases    *lessor
 	reqs      chan *writeRequest
 	kick      chan struct{} // the ref moved: ingest (see Repository.poll)
-	lastBatch int // size of the previous group commit (writer-only)
+	lastBatch int           // size of the previous group commit (writer-only)
 	stop      chan struct{}
 	done      chan struct{}
 }
