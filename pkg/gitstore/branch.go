@@ -73,13 +73,20 @@ func openBranch(ctx context.Context, git *gitrepo.Repo, name string, leases *les
 	if err := b.rebuild(); err != nil {
 		return nil, fmt.Errorf("branch %s: %w", name, err)
 	}
-	floor, err := b.readFloor()
+	floor, err := b.readState(floorState)
 	if err != nil {
 		return nil, err
 	}
 	if b.floor = floor; floor > b.latest {
 		b.latest = floor
 		b.advance(floor)
+	}
+	compacted, err := b.readState(compactState)
+	if err != nil {
+		return nil, err
+	}
+	if compacted > 0 && compacted <= b.committed {
+		b.x.compactTo(compacted)
 	}
 	go b.run()
 	return b, nil
@@ -216,6 +223,11 @@ func (b *Branch) Compact(ctx context.Context, rev int64) error {
 	}
 	if rev > b.committed {
 		return ErrFutureRev
+	}
+	// Recorded first: a restart must not bring back what clients were
+	// told is gone.
+	if err := b.writeState(compactState, rev); err != nil {
+		return err
 	}
 	b.x.compactTo(rev)
 	b.log.V(2).Info("Compacted", "revision", rev)

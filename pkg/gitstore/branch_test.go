@@ -335,3 +335,22 @@ func TestBranchesHaveTheirOwnRevisionsAndClose(t *testing.T) {
 	_, err = r.Branch(context.Background(), "../evil")
 	require.ErrorIs(t, err, ErrInvalidBranch)
 }
+
+func TestCompactionSurvivesRestart(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "heavens.git")
+	r, err := Open(dir, Options{})
+	require.NoError(t, err)
+	b, err := r.Branch(context.Background(), "team-a")
+	require.NoError(t, err)
+	put(t, b, "/a", "1")
+	rev := put(t, b, "/a", "2")
+	require.NoError(t, b.Compact(context.Background(), rev))
+	require.NoError(t, r.Close())
+
+	b2, err := openTestRepo(t, dir).Branch(context.Background(), "team-a")
+	require.NoError(t, err)
+	require.Equal(t, rev, b2.CompactRevision())
+	_, err = b2.Range(context.Background(), &pb.RangeRequest{Key: []byte("/a"), Revision: rev - 1})
+	require.ErrorIs(t, err, ErrCompacted)
+	require.Equal(t, "2", string(get(t, b2, "/a", rev).Value))
+}

@@ -10,6 +10,10 @@ import (
 	"strings"
 )
 
+// Besides git, a branch keeps two numbers in small files under
+// <repo>/heaven/: its revision floor and its compaction point. Both only
+// ever grow, and losing either loses no data.
+//
 // Revisions of writes that git does not hold (keys with leases) must not be
 // handed out again after a restart, or a watcher resuming from one would
 // miss the writes that reuse it. Before acknowledging such a revision
@@ -20,12 +24,21 @@ import (
 
 const floorBlock = 10000
 
-func (b *Branch) floorPath() string {
-	return filepath.Join(b.git.Dir(), "heaven", "revision-floor", strings.ReplaceAll(b.name, "/", "%2F"))
+//
+// The compaction point is recorded so that a restart does not bring back
+// history that clients were told is gone (and does not keep it in memory).
+
+const (
+	floorState   = "revision-floor"
+	compactState = "compacted"
+)
+
+func (b *Branch) statePath(kind string) string {
+	return filepath.Join(b.git.Dir(), "heaven", kind, strings.ReplaceAll(b.name, "/", "%2F"))
 }
 
-func (b *Branch) readFloor() (int64, error) {
-	data, err := os.ReadFile(b.floorPath())
+func (b *Branch) readState(kind string) (int64, error) {
+	data, err := os.ReadFile(b.statePath(kind))
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
 	}
@@ -34,9 +47,13 @@ func (b *Branch) readFloor() (int64, error) {
 	}
 	n, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("revision floor %s: %w", b.floorPath(), err)
+		return 0, fmt.Errorf("%s: %w", b.statePath(kind), err)
 	}
 	return n, nil
+}
+
+func (b *Branch) writeState(kind string, n int64) error {
+	return writeFileDurably(b.statePath(kind), []byte(strconv.FormatInt(n, 10)+"\n"))
 }
 
 // raiseFloor makes sure rev will not be reused after a restart.
@@ -45,7 +62,7 @@ func (b *Branch) raiseFloor(rev int64) error {
 		return nil
 	}
 	next := rev + floorBlock
-	if err := writeFileDurably(b.floorPath(), []byte(strconv.FormatInt(next, 10)+"\n")); err != nil {
+	if err := b.writeState(floorState, next); err != nil {
 		return err
 	}
 	b.floor = next
