@@ -42,7 +42,8 @@ type Branch struct {
 	tree   plumbing.Hash           // head's tree
 	mirror *treeMirror             // head's tree, patched per commit
 	chain  map[plumbing.Hash]int64 // first-parent chain: commit → its last revision
-	floor  int64                   // revisions up to here may have been handed out (floor.go)
+	floor  int64                   // revisions up to here may have been handed out (branchstate.go)
+	trees  treeCache               // trees of the last diffs (history.go)
 
 	leases    *lessor
 	reqs      chan *writeRequest

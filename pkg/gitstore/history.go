@@ -193,26 +193,43 @@ func sortedStems(diff map[string]fileState) []string {
 // diffTrees lists the value files that differ between two trees, by stem,
 // with their state in the new tree. Subtrees with equal hashes are skipped.
 func (b *Branch) diffTrees(from, to plumbing.Hash) (map[string]fileState, error) {
+	b.trees.next()
 	out := map[string]fileState{}
 	err := b.diffInto(out, "", from, to)
 	return out, err
 }
 
-func (b *Branch) readEntries(h plumbing.Hash) (map[string]object.TreeEntry, error) {
-	m := map[string]object.TreeEntry{}
+// readEntries reads a tree, from the trees of the previous diff when it was
+// one of them: consecutive commits share most of their trees, so a rebuild
+// reads each about once.
+func (b *Branch) readEntries(h plumbing.Hash) ([]object.TreeEntry, error) {
 	if h.IsZero() {
-		return m, nil
+		return nil, nil
 	}
-	t, err := object.GetTree(b.git.Storer(), h)
-	if err != nil {
-		return nil, fmt.Errorf("read tree %s: %w", h, err)
+	if e, ok := b.trees.cur[h]; ok {
+		return e, nil
 	}
-	for _, e := range t.Entries {
-		m[e.Name] = e
+	e, ok := b.trees.prev[h]
+	if !ok {
+		var err error
+		if e, err = readTree(b.git.Storer(), h); err != nil {
+			return nil, err
+		}
 	}
-	return m, nil
+	b.trees.cur[h] = e
+	return e, nil
 }
 
+// treeCache holds the trees read by the current and the previous diff.
+type treeCache struct {
+	prev, cur map[plumbing.Hash][]object.TreeEntry
+}
+
+func (c *treeCache) next() {
+	c.prev, c.cur = c.cur, map[plumbing.Hash][]object.TreeEntry{}
+}
+
+// diffInto walks two trees' entries side by side (both are in git order).
 func (b *Branch) diffInto(out map[string]fileState, dir string, from, to plumbing.Hash) error {
 	if from == to {
 		return nil
@@ -225,45 +242,58 @@ func (b *Branch) diffInto(out map[string]fileState, dir string, from, to plumbin
 	if err != nil {
 		return err
 	}
-	names := map[string]bool{}
-	for n := range a {
-		names[n] = true
+	for i, j := 0, 0; i < len(a) || j < len(z); {
+		var ea, ez *object.TreeEntry
+		switch {
+		case j == len(z) || (i < len(a) && gitName(a[i]) < gitName(z[j])):
+			ea, i = &a[i], i+1
+		case i == len(a) || gitName(z[j]) < gitName(a[i]):
+			ez, j = &z[j], j+1
+		default:
+			ea, ez, i, j = &a[i], &z[j], i+1, j+1
+		}
+		if err := b.diffEntry(out, dir, ea, ez); err != nil {
+			return err
+		}
 	}
-	for n := range z {
-		names[n] = true
+	return nil
+}
+
+// diffEntry compares one name's entries (nil where absent).
+func (b *Branch) diffEntry(out map[string]fileState, dir string, ea, ez *object.TreeEntry) error {
+	if ea != nil && ez != nil && ea.Hash == ez.Hash && ea.Mode == ez.Mode {
+		return nil
 	}
-	for name := range names {
-		ea, inA := a[name]
-		ez, inZ := z[name]
-		if inA && inZ && ea.Hash == ez.Hash && ea.Mode == ez.Mode {
-			continue
+	var subA, subZ plumbing.Hash
+	if ea != nil && ea.Mode == filemode.Dir {
+		subA = ea.Hash
+	}
+	if ez != nil && ez.Mode == filemode.Dir {
+		subZ = ez.Hash
+	}
+	if !subA.IsZero() || !subZ.IsZero() {
+		name := ez
+		if name == nil {
+			name = ea
 		}
-		var subA, subZ plumbing.Hash
-		if inA && ea.Mode == filemode.Dir {
-			subA = ea.Hash
+		if err := b.diffInto(out, dir+name.Name+"/", subA, subZ); err != nil {
+			return err
 		}
-		if inZ && ez.Mode == filemode.Dir {
-			subZ = ez.Hash
-		}
-		if !subA.IsZero() || !subZ.IsZero() {
-			if err := b.diffInto(out, dir+name+"/", subA, subZ); err != nil {
-				return err
-			}
-		}
-		stem, ext, ok := splitExt(name)
-		if !ok {
-			continue
-		}
-		stem = dir + stem
-		if inZ && ez.Mode.IsFile() {
+	}
+	if ez != nil && ez.Mode.IsFile() {
+		if stem, ext, ok := splitExt(ez.Name); ok {
+			stem = dir + stem
 			// A key with files of several extensions: the first in
 			// valueExts order wins.
 			if cur, seen := out[stem]; !seen || cur.blob.IsZero() || extRank(ext) < extRank(cur.ext) {
 				out[stem] = fileState{ext: ext, blob: ez.Hash}
 			}
-		} else if inA && ea.Mode.IsFile() {
-			if _, seen := out[stem]; !seen {
-				out[stem] = fileState{ext: ext}
+		}
+	}
+	if ea != nil && ea.Mode.IsFile() && (ez == nil || !ez.Mode.IsFile()) {
+		if stem, ext, ok := splitExt(ea.Name); ok {
+			if _, seen := out[dir+stem]; !seen {
+				out[dir+stem] = fileState{ext: ext}
 			}
 		}
 	}

@@ -74,7 +74,7 @@ func (r *Repository) background() {
 	defer poll.Stop()
 	leases := time.NewTicker(500 * time.Millisecond)
 	defer leases.Stop()
-	maintain := time.NewTicker(5 * time.Second)
+	maintain := time.NewTicker(time.Second)
 	defer maintain.Stop()
 	for {
 		select {

@@ -1,7 +1,6 @@
 package gitstore
 
 import (
-	"fmt"
 	"sort"
 	"strings"
 
@@ -46,11 +45,11 @@ func (m *treeMirror) load(h plumbing.Hash) (*treeNode, error) {
 	if h.IsZero() {
 		return &treeNode{dirty: true}, nil
 	}
-	t, err := object.GetTree(m.objects, h)
+	entries, err := readTree(m.objects, h)
 	if err != nil {
-		return nil, fmt.Errorf("read tree %s: %w", h, err)
+		return nil, err
 	}
-	return &treeNode{entries: append([]object.TreeEntry(nil), t.Entries...), hash: h}, nil
+	return &treeNode{entries: entries, hash: h}, nil
 }
 
 // gitLess orders entries as git does: directories compare as "name/".
