@@ -10,9 +10,10 @@
 //	       key is written, then updates with a mod_revision compare.
 //	read   N readers: 9 in 10 requests get one key (linearizable), 1 in 10
 //	       lists 100 keys from a random key (a kube-apiserver list page).
-//	watch  W watchers on the key prefix (10 connections) while the N writers
-//	       write; events delivered to all watchers per second, counted until
-//	       every watcher has seen the last write.
+//	watch  fan-out: the writers first write E changes (not timed); then W
+//	       watchers (10 connections) start on the key prefix at the first
+//	       of them, with prev_kv as the apiserver asks; events delivered to
+//	       all watchers per second, until every watcher has every event.
 //
 // The last line is
 //
@@ -23,9 +24,11 @@ package main
 
 import (
 	"context"
+
 	"errors"
 	"flag"
 	"fmt"
+	"golang.org/x/sync/errgroup"
 	"math/rand/v2"
 	"net"
 	"net/url"
@@ -53,6 +56,7 @@ type config struct {
 	keys         int
 	runs         int
 	watchers     int
+	watchEvents  int
 	drainTimeout time.Duration
 }
 
@@ -63,6 +67,7 @@ func main() {
 	flag.IntVar(&cfg.keys, "keys", 1000, "distinct keys written and read")
 	flag.IntVar(&cfg.runs, "runs", 3, "runs of each phase per backend; medians are reported")
 	flag.IntVar(&cfg.watchers, "watchers", 100, "watchers in the watch phase")
+	flag.IntVar(&cfg.watchEvents, "watch-events", 2000, "changes written before the watch phase, then delivered to every watcher")
 	flag.DurationVar(&cfg.drainTimeout, "drain-timeout", 60*time.Second, "how long watchers may lag behind the last write")
 	flag.Parse()
 	if cfg.writers < 1 || cfg.keys < cfg.writers || cfg.runs < 1 || cfg.watchers < 1 || cfg.duration <= 0 {
@@ -399,22 +404,31 @@ func readPhase(cfg config, b *backend) (measurement, error) {
 	return m, err
 }
 
-// watchPhase starts the watchers at the current revision, writes for the
-// duration, and counts events until every watcher has seen the last write.
+// watchPhase measures fan-out: it first writes cfg.watchEvents changes
+// (not timed), then starts the watchers at the first of them and times how
+// long it takes until every watcher has received every event. Writing
+// first keeps the write speed of the backend out of the watch number.
 func watchPhase(cfg config, b *backend) (measurement, error) {
 	resp, err := b.clients[0].Get(context.Background(), b.prefix+"x")
 	if err != nil {
 		return measurement{}, err
 	}
 	from := resp.Header.Revision + 1
+	lastRev, err := writeN(cfg, b, cfg.watchEvents)
+	if err != nil {
+		return measurement{}, err
+	}
+	want := lastRev - from + 1 // each revision is one event on the prefix
+
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var delivered atomic.Int64
 	seen := make([]atomic.Int64, cfg.watchers) // last revision per watcher
 	errs := make(chan error, cfg.watchers)
+	start := time.Now()
 	for i := range cfg.watchers {
 		c := b.watchClients[i%len(b.watchClients)]
-		ch := c.Watch(ctx, b.prefix, clientv3.WithPrefix(), clientv3.WithRev(from))
+		ch := c.Watch(ctx, b.prefix, clientv3.WithPrefix(), clientv3.WithRev(from), clientv3.WithPrevKV())
 		go func() {
 			for wr := range ch {
 				if err := wr.Err(); err != nil {
@@ -428,14 +442,6 @@ func watchPhase(cfg config, b *backend) (measurement, error) {
 			}
 		}()
 	}
-
-	start := time.Now()
-	writes, lastRev, _, err := load(cfg, func(ctx context.Context, w int) (int64, error) {
-		return b.write(ctx, cfg, w)
-	})
-	if err != nil {
-		return measurement{}, err
-	}
 	drainBy := time.Now().Add(cfg.drainTimeout)
 	for i := range seen {
 		for seen[i].Load() < lastRev {
@@ -445,22 +451,44 @@ func watchPhase(cfg config, b *backend) (measurement, error) {
 			default:
 			}
 			if time.Now().After(drainBy) {
-				return measurement{}, fmt.Errorf("watcher %d at revision %d, %v after the last write at %d",
+				return measurement{}, fmt.Errorf("watcher %d at revision %d, %v after start, want %d",
 					i, seen[i].Load(), cfg.drainTimeout, lastRev)
 			}
 			time.Sleep(time.Millisecond)
 		}
 	}
 	elapsed := time.Since(start)
-	got, want := delivered.Load(), int64(writes)*int64(cfg.watchers)
+	got := delivered.Load()
 	m := measurement{
 		perSecond: float64(got) / elapsed.Seconds(),
-		note:      fmt.Sprintf("(%d writes, %.1f%% of the time draining)", writes, 100*(1-cfg.duration.Seconds()/elapsed.Seconds())),
+		note:      fmt.Sprintf("(%d events × %d watchers in %v)", want, cfg.watchers, elapsed.Round(time.Millisecond)),
 	}
-	if got != want {
-		return m, fmt.Errorf("watchers got %d events, want %d writes × %d watchers = %d", got, writes, cfg.watchers, want)
+	if got != want*int64(cfg.watchers) {
+		return m, fmt.Errorf("watchers got %d events, want %d × %d", got, want, cfg.watchers)
 	}
 	return m, nil
+}
+
+// writeN makes n writes spread over the writers and returns the last
+// revision.
+func writeN(cfg config, b *backend, n int) (int64, error) {
+	var last atomic.Int64
+	var next atomic.Int64
+	g, ctx := errgroup.WithContext(context.Background())
+	for w := range cfg.writers {
+		g.Go(func() error {
+			for next.Add(1) <= int64(n) {
+				rev, err := b.write(ctx, cfg, w)
+				if err != nil {
+					return err
+				}
+				for cur := last.Load(); rev > cur && !last.CompareAndSwap(cur, rev); cur = last.Load() {
+				}
+			}
+			return nil
+		})
+	}
+	return last.Load(), g.Wait()
 }
 
 // ---- results ----

@@ -354,3 +354,40 @@ func TestCompactionSurvivesRestart(t *testing.T) {
 	require.ErrorIs(t, err, ErrCompacted)
 	require.Equal(t, "2", string(get(t, b2, "/a", rev).Value))
 }
+
+func TestFailedTxnDoesNotRaiseRevisionFloor(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "heavens.git")
+	r, err := Open(dir, Options{})
+	require.NoError(t, err)
+	b, err := r.Branch(context.Background(), "team-a")
+	require.NoError(t, err)
+	rev := put(t, b, "/k", "v")
+	resp, err := b.Txn(context.Background(), &pb.TxnRequest{
+		Compare: []*pb.Compare{{Key: []byte("/k"), Target: pb.Compare_MOD, Result: pb.Compare_EQUAL, TargetUnion: &pb.Compare_ModRevision{ModRevision: 1}}},
+		Success: []*pb.RequestOp{{Request: &pb.RequestOp_RequestPut{RequestPut: &pb.PutRequest{Key: []byte("/k"), Value: []byte("w")}}}},
+	})
+	require.NoError(t, err)
+	require.False(t, resp.Succeeded)
+	require.NoError(t, r.Close())
+	b2, err := openTestRepo(t, dir).Branch(context.Background(), "team-a")
+	require.NoError(t, err)
+	require.Equal(t, rev, b2.Revision())
+}
+
+func TestWatchDropsPrevKVOfCompactedRevision(t *testing.T) {
+	_, b, _ := openTestBranch(t)
+	put(t, b, "/k", "a")
+	put(t, b, "/k", "b")
+	rev := put(t, b, "/k", "c")
+	require.NoError(t, b.Compact(context.Background(), rev))
+	w, err := b.Watch(context.Background(), WatchRequest{Key: []byte("/k"), StartRevision: rev, PrevKV: true})
+	require.NoError(t, err)
+	defer w.Close()
+	select {
+	case resp := <-w.Responses():
+		require.Len(t, resp.Events, 1)
+		require.Nil(t, resp.Events[0].PrevKv)
+	case <-time.After(5 * time.Second):
+		t.Fatal("no event")
+	}
+}

@@ -102,10 +102,7 @@ func (b *Branch) reconcile(tip plumbing.Hash) error {
 	if err != nil {
 		return err
 	}
-	if err := b.git.Write(wb); err != nil {
-		return err
-	}
-	if err := b.git.CompareAndSwapRef(b.ref, h, tip); err != nil {
+	if err := b.git.Commit(wb, b.ref, h, tip); err != nil {
 		return err // moved again: the next poll tries again
 	}
 	c, err := object.GetCommit(b.git.Storer(), h)

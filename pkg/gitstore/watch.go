@@ -197,7 +197,9 @@ func (w *Watcher) event(c change) (*mvccpb.Event, error) {
 		return nil, err
 	}
 	ev.Kv = kv
-	if w.req.PrevKV && c.prev != nil && !c.prev.tombstone() {
+	// As etcd: the previous value is the one at mod-1, gone once that
+	// revision is compacted.
+	if w.req.PrevKV && c.prev != nil && !c.prev.tombstone() && c.rec.mod-1 >= w.b.x.compact {
 		if ev.PrevKv, err = keyValue(c.key, c.prev, true, w.b.loadValue); err != nil {
 			return nil, err
 		}

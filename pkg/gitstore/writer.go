@@ -230,10 +230,7 @@ func (b *Branch) persist(batch []*writeRequest) error {
 		return err
 	}
 	if head != b.head {
-		if err := b.git.Write(wb); err != nil {
-			return err
-		}
-		if err := b.git.CompareAndSwapRef(b.ref, head, b.head); err != nil {
+		if err := b.git.Commit(wb, b.ref, head, b.head); err != nil {
 			return err
 		}
 		b.mu.Lock() // Head() reads head
@@ -241,7 +238,11 @@ func (b *Branch) persist(batch []*writeRequest) error {
 		b.mu.Unlock()
 		b.chain[head] = lastGitRev
 	}
-	if lastGitRev < b.latest {
+	var lastRev int64
+	for _, r := range batch {
+		lastRev = max(lastRev, r.rev)
+	}
+	if lastRev > lastGitRev {
 		// Revisions of leased keys only: git does not hold them, but
 		// they must outlive a restart all the same.
 		return b.raiseFloor(b.latest)

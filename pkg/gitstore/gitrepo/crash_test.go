@@ -13,11 +13,15 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-const crashDirEnv = "GITREPO_CRASH_DIR"
+const (
+	crashDirEnv  = "GITREPO_CRASH_DIR"
+	crashModeEnv = "GITREPO_CRASH_MODE" // "commit": Commit; else Write and CompareAndSwapRef
+)
 
 // TestCrashWriter is the process TestKillDuringWrites kills: it writes,
 // moves main, runs Maintain, and acknowledges each commit on stdout once
-// CompareAndSwapRef returned, forever.
+// CompareAndSwapRef (or Commit) returned, forever. With Commit, a small
+// journal fills up every few commits, so kills also land in checkpoints.
 func TestCrashWriter(t *testing.T) {
 	dir := os.Getenv(crashDirEnv)
 	if dir == "" {
@@ -26,8 +30,16 @@ func TestCrashWriter(t *testing.T) {
 	r, err := Open(dir)
 	require.NoError(t, err)
 	r.maxPacks = 3
+	commit := commitFiles
+	if os.Getenv(crashModeEnv) == "commit" {
+		commit = commitJournaled
+		if j := r.journal.Load(); j != nil {
+			j.max = journalDataStart + 32<<10
+		}
+		r.journalMax = journalDataStart + 32<<10
+	}
 	for i := 0; ; i++ {
-		h := commitFiles(t, r, files(30, fmt.Sprintf("w%d-", i)), fmt.Sprintf("%d\n", i))
+		h := commit(t, r, files(30, fmt.Sprintf("w%d-", i)), fmt.Sprintf("%d\n", i))
 		fmt.Printf("ack %s\n", h)
 		require.NoError(t, r.Maintain())
 	}
@@ -35,16 +47,21 @@ func TestCrashWriter(t *testing.T) {
 
 // A process killed (SIGKILL) at any point leaves a repository that git
 // fsck accepts, whose main holds every acknowledged commit, and that Open
-// cleans up.
+// cleans up (and, with Commit, recovers from the journal).
 func TestKillDuringWrites(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns processes")
 	}
+	t.Run("write", func(t *testing.T) { killDuringWrites(t, "write") })
+	t.Run("commit", func(t *testing.T) { killDuringWrites(t, "commit") })
+}
+
+func killDuringWrites(t *testing.T, mode string) {
 	dir := filepath.Join(t.TempDir(), "repo.git")
 	var acked []plumbing.Hash
 	for round, kills := range []int{1, 7, 13, 20} {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashWriter$", "-test.count=1")
-		cmd.Env = append(os.Environ(), crashDirEnv+"="+dir)
+		cmd.Env = append(os.Environ(), crashDirEnv+"="+dir, crashModeEnv+"="+mode)
 		out, err := cmd.StdoutPipe()
 		require.NoError(t, err)
 		require.NoError(t, cmd.Start())

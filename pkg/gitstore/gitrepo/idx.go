@@ -179,8 +179,9 @@ type idxEntry struct {
 }
 
 // encodeIndex returns the .idx file for a pack with the given entries and
-// checksum. It sorts entries by name.
+// checksum (entries in any order: it sorts a copy by name).
 func encodeIndex(entries []idxEntry, packSum plumbing.Hash) []byte {
+	entries = slices.Clone(entries)
 	slices.SortFunc(entries, func(a, b idxEntry) int { return bytes.Compare(a.hash[:], b.hash[:]) })
 	n := len(entries)
 	large := 0

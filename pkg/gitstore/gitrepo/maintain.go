@@ -33,18 +33,31 @@ const (
 // dropped. The merged pack is durable and visible to readers before the
 // merged ones are closed and removed, and a reader that was reading a
 // removed pack retries, so no read fails because of Maintain. With
-// maxPacks or fewer packs it costs a directory listing. Write may run
-// meanwhile; each byte written is copied about five times over the
-// repository's life (README.md).
+// maxPacks or fewer packs it costs a directory listing. Write and Commit
+// may run meanwhile; each byte written is copied about five times over
+// the repository's life (README.md).
+//
+// It checkpoints the journal after a merge, and when its oldest record is
+// older than checkpointAge (see checkpointIfDue).
 func (r *Repo) Maintain() error {
 	r.maintainMu.Lock()
 	defer r.maintainMu.Unlock()
-	if _, err := r.refreshPacks(nil); err != nil {
+	merged, err := r.mergeSmallPacks()
+	if err != nil {
 		return err
+	}
+	return r.checkpointIfDue(merged)
+}
+
+// mergeSmallPacks merges packs if there are too many, and reports whether
+// it did.
+func (r *Repo) mergeSmallPacks() (bool, error) {
+	if _, err := r.refreshPacks(nil); err != nil {
+		return false, err
 	}
 	set := r.packs.Load()
 	if set == nil || len(set.packs) <= r.maxPacks {
-		return nil
+		return false, nil
 	}
 	var cands []*pack
 	for _, p := range set.packs {
@@ -53,23 +66,23 @@ func (r *Repo) Maintain() error {
 		}
 	}
 	if len(cands) <= r.maxPacks {
-		return nil
+		return false, nil
 	}
 	roll := geometricRollup(cands)
 	if len(roll) < 2 {
-		return nil
+		return false, nil
 	}
 	merged, err := r.mergePacks(roll)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil // git gc removed a pack meanwhile; look again next time
+		return false, nil // git gc removed a pack meanwhile; look again next time
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
 	if err := r.replacePacks(merged, roll); err != nil {
-		return err
+		return false, err
 	}
-	return r.removePacks(roll, merged.sum)
+	return true, r.removePacks(roll, merged.sum)
 }
 
 // mergeable: not kept (.keep: a push in progress, or kept on purpose), not
@@ -133,17 +146,17 @@ func (r *Repo) mergePacks(packs []*pack) (*pack, error) {
 			at[p.idx.hash(i)] = -1
 		}
 	}
-	pw, err := newPackWriter(r.packDir, len(at))
+	pf, err := createPackFile(r.packDir, len(at))
 	if err != nil {
 		return nil, err
 	}
 	for _, p := range packs {
-		if err := copyEntries(pw, p, at); err != nil {
-			pw.abort()
+		if err := copyEntries(pf.packWriter, p, at); err != nil {
+			pf.abort()
 			return nil, fmt.Errorf("merging pack-%s: %w", p.sum, err)
 		}
 	}
-	return pw.finish()
+	return pf.finish()
 }
 
 // copyEntries appends p's objects not yet written to pw, in p's order so

@@ -52,7 +52,7 @@ func initIfEmpty(dir string) error {
 }
 
 // removeLeftovers deletes what a writer that crashed may have left: our
-// temporary files, indexes whose pack was never renamed into place (we
+// temporary files (also a journal being created), indexes whose pack was never renamed into place (we
 // rename the index first), and ref locks. Git never leaves an index
 // without its pack (it renames the pack first), so this touches none of
 // a concurrent push's files; ref locks, though, may be git's own, which
@@ -72,6 +72,9 @@ func (r *Repo) removeLeftovers() error {
 		_, err := os.Stat(packPath(r.packDir, sum, ".pack"))
 		return errors.Is(err, fs.ErrNotExist)
 	}); err != nil {
+		return err
+	}
+	if err := removeMatching(filepath.Join(r.dir, journalDirName), func(n string) bool { return strings.HasPrefix(n, tmpPrefix) }); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	if err := os.Remove(filepath.Join(r.dir, "packed-refs.lock")); err != nil && !errors.Is(err, fs.ErrNotExist) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash"
 	"hash/crc32"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -26,32 +27,21 @@ func packPath(packDir string, sum plumbing.Hash, ext string) string {
 	return filepath.Join(packDir, "pack-"+sum.String()+ext)
 }
 
-// packWriter streams a pack into a temporary file.
+// packWriter streams a pack to w: header, entries, trailer. It collects
+// what the index needs.
 type packWriter struct {
-	dir     string
-	f       *os.File
-	w       *bufio.Writer
+	w       io.Writer
 	sum     hash.Hash // of everything written; the pack's trailer and name
 	off     int64
 	count   int
 	entries []idxEntry
 }
 
-// newPackWriter starts a pack of count objects in packDir.
-func newPackWriter(packDir string, count int) (*packWriter, error) {
-	f, err := os.CreateTemp(packDir, tmpPackPrefix)
-	if err != nil {
-		return nil, err
-	}
-	pw := &packWriter{dir: packDir, f: f, sum: sha1.New(), count: count,
-		entries: make([]idxEntry, 0, count)}
-	pw.w = bufio.NewWriterSize(f, 256<<10)
+// startPack writes the header of a pack of count objects to w.
+func startPack(w io.Writer, count int) (*packWriter, error) {
+	pw := &packWriter{w: w, sum: sha1.New(), count: count, entries: make([]idxEntry, 0, count)}
 	hdr := binary.BigEndian.AppendUint32([]byte("PACK\x00\x00\x00\x02"), uint32(count))
-	if err := pw.write(hdr); err != nil {
-		pw.abort()
-		return nil, err
-	}
-	return pw, nil
+	return pw, pw.write(hdr)
 }
 
 func (pw *packWriter) write(b []byte) error {
@@ -75,76 +65,150 @@ func (pw *packWriter) add(h plumbing.Hash, parts ...[]byte) error {
 	return nil
 }
 
-// abort removes the temporary file.
-func (pw *packWriter) abort() {
-	pw.f.Close()
-	os.Remove(pw.f.Name())
+// end writes the trailer and returns the pack's checksum (its name).
+func (pw *packWriter) end() (plumbing.Hash, error) {
+	var sum plumbing.Hash
+	if len(pw.entries) != pw.count {
+		return sum, fmt.Errorf("gitrepo: pack of %d objects got %d", pw.count, len(pw.entries))
+	}
+	copy(sum[:], pw.sum.Sum(nil))
+	_, err := pw.w.Write(sum[:])
+	return sum, err
 }
 
-// finish completes the pack and its index and makes them durable under
-// their final names: both files fsynced, the index renamed first and the
-// pack last (the pack's name is what go-git lists; git lists indexes but
-// ignores one without its pack), then the directory fsynced.
-func (pw *packWriter) finish() (p *pack, err error) {
-	defer func() {
-		if err != nil {
-			pw.abort()
-		}
-	}()
-	if len(pw.entries) != pw.count {
-		return nil, fmt.Errorf("gitrepo: pack of %d objects got %d", pw.count, len(pw.entries))
-	}
-	var sum plumbing.Hash
-	copy(sum[:], pw.sum.Sum(nil))
-	if _, err := pw.w.Write(sum[:]); err != nil {
-		return nil, err
-	}
-	if err := pw.w.Flush(); err != nil {
-		return nil, err
-	}
-	idxData := encodeIndex(pw.entries, sum)
-	idx, err := decodeIndex(idxData)
+// size is the pack's length once ended.
+func (pw *packWriter) size() int64 { return pw.off + hashLen }
+
+// packFile is a pack streamed into a temporary file of packDir, for packs
+// too large to hold in memory (Maintain's merges).
+type packFile struct {
+	*packWriter
+	dir string
+	f   *os.File
+	buf *bufio.Writer
+}
+
+func createPackFile(packDir string, count int) (*packFile, error) {
+	f, err := os.CreateTemp(packDir, tmpPackPrefix)
 	if err != nil {
 		return nil, err
 	}
-	if err := pw.f.Chmod(0o444); err != nil {
+	pf := &packFile{dir: packDir, f: f, buf: bufio.NewWriterSize(f, 256<<10)}
+	if pf.packWriter, err = startPack(pf.buf, count); err != nil {
+		pf.abort()
 		return nil, err
+	}
+	return pf, nil
+}
+
+// abort removes the temporary file.
+func (pf *packFile) abort() {
+	pf.f.Close()
+	os.Remove(pf.f.Name())
+}
+
+// finish completes the pack and makes it and its index durable under
+// their final names.
+func (pf *packFile) finish() (*pack, error) {
+	sum, err := pf.end()
+	if err == nil {
+		err = pf.buf.Flush()
+	}
+	if err != nil {
+		pf.abort()
+		return nil, err
+	}
+	t, err := stagePack(pf.dir, pf.f, pf.entries, sum, pf.size(), true)
+	if err != nil {
+		return nil, err
+	}
+	return t.place(true)
+}
+
+// packTemp is a complete pack and its index in temporary files, which
+// git and our readers ignore until place names them.
+type packTemp struct {
+	dir       string
+	pack, idx string // temporary names
+	sum       plumbing.Hash
+	index     *index
+	size      int64
+}
+
+// stagePack completes a pack written to the temporary file f: it closes
+// f, makes it read-only as git does, and writes the index beside it. When
+// durable, both are fsynced. On failure it removes both.
+func stagePack(dir string, f *os.File, entries []idxEntry, sum plumbing.Hash, size int64, durable bool) (t *packTemp, err error) {
+	t = &packTemp{dir: dir, pack: f.Name(), sum: sum, size: size}
+	defer func() {
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			t.remove()
+			t = nil
+		}
+	}()
+	idxData := encodeIndex(entries, sum)
+	if t.index, err = decodeIndex(idxData); err != nil {
+		return t, err
+	}
+	if err := f.Chmod(0o444); err != nil {
+		return t, err
 	}
 	// Two fsyncs at once cost little more than one (README.md).
 	packSynced := make(chan error, 1)
-	go func() { packSynced <- pw.f.Sync() }()
-	idxTmp, err := writeTemp(pw.dir, tmpIdxPrefix, idxData)
-	if serr := <-packSynced; err == nil && serr != nil {
-		os.Remove(idxTmp)
+	if durable {
+		go func() { packSynced <- f.Sync() }()
+	} else {
+		packSynced <- nil
+	}
+	t.idx, err = writeTemp(dir, tmpIdxPrefix, idxData, durable)
+	if serr := <-packSynced; err == nil {
 		err = serr
 	}
-	if err != nil {
-		return nil, err
-	}
-	defer os.Remove(idxTmp) // no-op after the rename
-	// Open for reading before the rename: once renamed, Maintain may
-	// merge and remove the pack before we return.
-	rf, err := os.Open(pw.f.Name())
-	if err != nil {
-		return nil, err
-	}
-	err = os.Rename(idxTmp, packPath(pw.dir, sum, ".idx"))
-	if err == nil {
-		err = os.Rename(pw.f.Name(), packPath(pw.dir, sum, ".pack"))
-	}
-	if err == nil {
-		err = syncDir(pw.dir)
-	}
-	if err != nil {
-		rf.Close()
-		return nil, err
-	}
-	pw.f.Close()
-	return &pack{sum: sum, idx: idx, f: rf, size: pw.off + hashLen}, nil
+	return t, err
 }
 
-// writeTemp writes data to a new fsynced temporary file in dir.
-func writeTemp(dir, prefix string, data []byte) (string, error) {
+// place gives the files their final names: the index first and the pack
+// last (the pack's name is what go-git lists; git lists indexes but
+// ignores one without its pack). When durable, the directory is fsynced
+// after; otherwise the caller's journal makes them recoverable. It
+// returns the pack opened, not yet visible to readers (addPack).
+func (t *packTemp) place(durable bool) (*pack, error) {
+	// Open for reading before the rename: once renamed, Maintain may
+	// merge and remove the pack before we return.
+	rf, err := os.Open(t.pack)
+	if err == nil {
+		err = os.Rename(t.idx, packPath(t.dir, t.sum, ".idx"))
+	}
+	if err == nil {
+		err = os.Rename(t.pack, packPath(t.dir, t.sum, ".pack"))
+	}
+	if err == nil && durable {
+		err = syncDir(t.dir)
+	}
+	if err != nil {
+		if rf != nil {
+			rf.Close()
+		}
+		t.remove()
+		return nil, err
+	}
+	return &pack{sum: t.sum, idx: t.index, f: rf, size: t.size}, nil
+}
+
+// remove deletes the temporary files not renamed yet.
+func (t *packTemp) remove() {
+	if t.idx != "" {
+		os.Remove(t.idx)
+	}
+	os.Remove(t.pack)
+}
+
+// writeTemp writes data to a new temporary file in dir, fsynced if
+// durable.
+func writeTemp(dir, prefix string, data []byte, durable bool) (string, error) {
 	f, err := os.CreateTemp(dir, prefix)
 	if err != nil {
 		return "", err
@@ -153,7 +217,7 @@ func writeTemp(dir, prefix string, data []byte) (string, error) {
 	if err == nil {
 		err = f.Chmod(0o444) // packs and indexes are read-only in git
 	}
-	if err == nil {
+	if err == nil && durable {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {

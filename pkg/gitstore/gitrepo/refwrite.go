@@ -16,7 +16,8 @@ import (
 // <ref>.lock exclusively, check the current value, write the new one into
 // the lock, fsync it, rename it over the ref and fsync the directory. A
 // nil value deletes the ref (packed-refs first, then the loose file, so a
-// crash cannot resurrect an older packed value).
+// crash cannot resurrect an older packed value). A ref the journal's
+// current epoch moves is checkpointed first (checkpointIfJournaled).
 func (r *Repo) updateRef(name plumbing.ReferenceName, check func(refValue, bool) error, v *refValue) error {
 	if err := checkRefName(name); err != nil {
 		return err
@@ -33,6 +34,11 @@ func (r *Repo) updateRef(name plumbing.ReferenceName, check func(refValue, bool)
 	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
+	}
+	if err := r.checkpointIfJournaled(name); err != nil {
+		f.Close()
+		os.Remove(lock)
+		return err
 	}
 	if v == nil {
 		f.Close()

@@ -11,7 +11,9 @@
 //
 // Crash safety rests on ordering: Write returns after the pack, its index
 // and their directory entry are durable; CompareAndSwapRef is called after
-// Write; so a ref never names an object that is not on disk.
+// Write; so a ref never names an object that is not on disk. Commit does
+// both with one fdatasync of a write-ahead journal (journal.go), which
+// Open replays.
 package gitrepo
 
 import (
@@ -22,6 +24,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/storer"
@@ -46,13 +49,20 @@ type Repo struct {
 	dir, objDir, packDir string
 	flock                *os.File
 	cache                *cache.ObjectLRU
-	maxPacks             int // see maxPacks; a field so tests can lower it
+	maxPacks             int           // see maxPacks; a field so tests can lower it
+	journalMax           int64         // see defaultJournalMax; tests lower it before the first Commit
+	checkpointAge        time.Duration // see defaultCheckpointAge
 
-	// Lock order: writeMu or maintainMu, then packsMu.
+	// Lock order: a ref's lock file, maintainMu or journalMu, then the
+	// journal's inflight, then packsMu; writeMu, then packsMu.
 	writeMu    sync.Mutex // one Write at a time
 	maintainMu sync.Mutex // one Maintain at a time
 	packsMu    sync.Mutex // serializes changes of packs
 	packs      atomic.Pointer[packSet]
+
+	journalMu     sync.Mutex // guards creating (first Commit) and closing the journal
+	journal       atomic.Pointer[journal]
+	journalClosed bool
 }
 
 // Open opens the bare repository at dir, creating it (HEAD naming
@@ -66,11 +76,13 @@ func Open(dir string) (*Repo, error) {
 		return nil, err
 	}
 	r := &Repo{
-		dir:      dir,
-		objDir:   filepath.Join(dir, "objects"),
-		packDir:  filepath.Join(dir, "objects", "pack"),
-		cache:    cache.NewObjectLRU(objectCacheSize),
-		maxPacks: maxPacks,
+		dir:           dir,
+		objDir:        filepath.Join(dir, "objects"),
+		packDir:       filepath.Join(dir, "objects", "pack"),
+		cache:         cache.NewObjectLRU(objectCacheSize),
+		maxPacks:      maxPacks,
+		journalMax:    defaultJournalMax,
+		checkpointAge: defaultCheckpointAge,
 	}
 	if err := mkdirAllDurable(dir, r.packDir); err != nil {
 		return nil, err
@@ -79,6 +91,10 @@ func Open(dir string) (*Repo, error) {
 		return nil, err
 	}
 	if err := r.removeLeftovers(); err != nil {
+		r.flock.Close()
+		return nil, err
+	}
+	if err := r.recoverJournal(); err != nil {
 		r.flock.Close()
 		return nil, err
 	}
@@ -115,18 +131,43 @@ func (r *Repo) Dir() string { return r.dir }
 // through the same durable path as CompareAndSwapRef.
 func (r *Repo) Storer() storer.Storer { return &repoStorer{r: r} }
 
-// Close releases the repository's files and lock. Reads and writes
+// Close checkpoints the journal (so the next Open has nothing to replay)
+// and releases the repository's files and lock. Reads and writes
 // afterwards fail with ErrClosed.
 func (r *Repo) Close() error {
+	err := r.closeJournal()
 	r.packsMu.Lock()
 	defer r.packsMu.Unlock()
 	cur := r.packs.Swap(nil)
 	if cur == nil {
-		return nil
+		return err
 	}
 	for _, p := range cur.packs {
 		p.f.Close()
 	}
 	r.cache.Clear()
-	return r.flock.Close()
+	if ferr := r.flock.Close(); err == nil {
+		err = ferr
+	}
+	return err
+}
+
+// closeJournal checkpoints and closes the journal after the Commits in
+// flight; later ones fail with ErrClosed.
+func (r *Repo) closeJournal() error {
+	r.journalMu.Lock()
+	defer r.journalMu.Unlock()
+	j := r.journal.Load()
+	if r.journalClosed || j == nil {
+		r.journalClosed = true
+		return nil
+	}
+	r.journalClosed = true
+	j.inflight.Lock()
+	defer j.inflight.Unlock()
+	err := r.checkpointLocked(j)
+	if cerr := j.close(); err == nil {
+		err = cerr
+	}
+	return err
 }

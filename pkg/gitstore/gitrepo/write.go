@@ -1,6 +1,7 @@
 package gitrepo
 
 import (
+	"bytes"
 	"os"
 	"runtime"
 	"sync"
@@ -54,13 +55,32 @@ func (r *Repo) unstored(objs []batchObject) ([]batchObject, error) {
 	return todo, nil
 }
 
-// writePack writes objects as one pack and makes it visible.
+// writePack writes objects as one durable pack and makes it visible.
 func (r *Repo) writePack(todo []batchObject) error {
-	entries := encodeEntries(todo, planDeltas(todo))
-	pw, err := newPackWriter(r.packDir, len(todo))
+	p, err := r.storePack(encodePack(todo), true)
 	if err != nil {
 		return err
 	}
+	return r.addPack(p)
+}
+
+// encodedPack is a whole pack in memory: what Write and Commit put in
+// pack-<sum>.pack, and what Commit's journal records.
+type encodedPack struct {
+	data    []byte
+	entries []idxEntry // in pack order
+	sum     plumbing.Hash
+}
+
+// encodePack deltifies, compresses and lays out objects as a pack.
+func encodePack(todo []batchObject) encodedPack {
+	entries := encodeEntries(todo, planDeltas(todo))
+	size := 12 + hashLen
+	for _, e := range entries {
+		size += 16 + len(e.z)
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, size))
+	pw, _ := startPack(buf, len(todo)) // writes to a bytes.Buffer do not fail
 	offsets := make([]int64, len(todo))
 	for i, e := range entries {
 		offsets[i] = pw.off
@@ -68,16 +88,34 @@ func (r *Repo) writePack(todo []batchObject) error {
 		if e.base >= 0 {
 			hdr = appendOfsDelta(hdr, offsets[i]-offsets[e.base])
 		}
-		if err := pw.add(todo[i].h, hdr, e.z); err != nil {
-			pw.abort()
-			return err
-		}
+		pw.add(todo[i].h, hdr, e.z)
 	}
-	p, err := pw.finish()
+	sum, _ := pw.end()
+	return encodedPack{data: buf.Bytes(), entries: pw.entries, sum: sum}
+}
+
+// storePack writes ep under its final names, durably or not, and returns
+// it opened, not yet visible to readers (addPack).
+func (r *Repo) storePack(ep encodedPack, durable bool) (*pack, error) {
+	t, err := r.stageEncoded(ep, durable)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return r.addPack(p)
+	return t.place(durable)
+}
+
+// stageEncoded writes ep and its index to temporary files (stagePack).
+func (r *Repo) stageEncoded(ep encodedPack, durable bool) (*packTemp, error) {
+	f, err := os.CreateTemp(r.packDir, tmpPackPrefix)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := f.Write(ep.data); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, err
+	}
+	return stagePack(r.packDir, f, ep.entries, ep.sum, int64(len(ep.data)), durable)
 }
 
 // packEntry is an object ready for the pack but for its header: what it
