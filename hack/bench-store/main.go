@@ -488,7 +488,8 @@ func writeN(cfg config, b *backend, n int) (int64, error) {
 			return nil
 		})
 	}
-	return last.Load(), g.Wait()
+	err := g.Wait()
+	return last.Load(), err
 }
 
 // ---- results ----
