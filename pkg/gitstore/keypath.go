@@ -133,18 +133,19 @@ func unhex(c byte) int {
 // the apiserver's "…}\n" comes back unchanged.
 func EncodeValue(value []byte) (content []byte, ext string) {
 	body, nl := bytes.CutSuffix(value, []byte("\n"))
-	if len(body) > 0 && (body[0] == '{' || body[0] == '[') && json.Valid(body) {
-		var ind bytes.Buffer
-		ind.Grow(len(body) * 2)
-		if json.Indent(&ind, body, "", "  ") == nil {
-			var back bytes.Buffer
-			back.Grow(len(body))
-			if json.Compact(&back, ind.Bytes()) == nil && bytes.Equal(back.Bytes(), body) {
-				if nl {
-					ind.WriteByte('\n')
-				}
-				return ind.Bytes(), extJSON
+	if len(body) > 0 && (body[0] == '{' || body[0] == '[') {
+		// Compact JSON indents and compacts back to itself: one pass to
+		// check (and validate), one to indent.
+		var compact bytes.Buffer
+		compact.Grow(len(body))
+		if json.Compact(&compact, body) == nil && bytes.Equal(compact.Bytes(), body) {
+			var ind bytes.Buffer
+			ind.Grow(len(body) * 2)
+			_ = json.Indent(&ind, body, "", "  ") // valid: Compact accepted it
+			if nl {
+				ind.WriteByte('\n')
 			}
+			return ind.Bytes(), extJSON
 		}
 	}
 	if looksLikeYAML(value) {
