@@ -24,6 +24,7 @@ package main
 
 import (
 	"context"
+	"runtime/pprof"
 
 	"errors"
 	"flag"
@@ -57,6 +58,7 @@ type config struct {
 	runs         int
 	watchers     int
 	watchEvents  int
+	cpuProfile   string
 	drainTimeout time.Duration
 }
 
@@ -67,6 +69,7 @@ func main() {
 	flag.IntVar(&cfg.keys, "keys", 1000, "distinct keys written and read")
 	flag.IntVar(&cfg.runs, "runs", 3, "runs of each phase per backend; medians are reported")
 	flag.IntVar(&cfg.watchers, "watchers", 100, "watchers in the watch phase")
+	flag.StringVar(&cfg.cpuProfile, "cpuprofile", "", "PHASE/BACKEND=FILE: CPU profile of that phase's first run (e.g. write/git=cpu.out)")
 	flag.IntVar(&cfg.watchEvents, "watch-events", 2000, "changes written before the watch phase, then delivered to every watcher")
 	flag.DurationVar(&cfg.drainTimeout, "drain-timeout", 60*time.Second, "how long watchers may lag behind the last write")
 	flag.Parse()
@@ -120,7 +123,9 @@ func run(cfg config) error {
 				order = []*backend{backends[1], backends[0]}
 			}
 			for _, b := range order {
+				stop := profile(cfg, ph.name, b.name, r)
 				m, err := ph.run(cfg, b)
+				stop()
 				if err != nil {
 					return fmt.Errorf("%s phase, %s, run %d: %w", ph.name, b.name, r+1, err)
 				}
@@ -298,6 +303,29 @@ func configMap(name string, seq int64) string {
 		`"time":"2026-11-20T10:00:00Z","fieldsType":"FieldsV1","fieldsV1":{"f:data":{".":{},"f:app.properties":{},"f:seq":{}}}}]},`+
 		`"data":{"seq":"%012d","app.properties":"server.port=8080\nlog.level=info\ncache.size=512\nfeature.x=true\n"}}`,
 		name, seq%1e12, seq%1e12)
+}
+
+// profile writes a CPU profile of one phase's first run on one backend
+// when -cpuprofile names them (e.g. "write/git=cpu.out").
+func profile(cfg config, phase, backend string, run int) func() {
+	name, path, ok := strings.Cut(cfg.cpuProfile, "=")
+	if !ok || name != phase+"/"+backend || run != 0 {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench-store:", err)
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-store:", err)
+		f.Close()
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
 }
 
 // ---- phases ----
