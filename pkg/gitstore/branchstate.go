@@ -1,11 +1,7 @@
 package gitstore
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -33,27 +29,24 @@ const (
 	compactState = "compacted"
 )
 
-func (b *Branch) statePath(kind string) string {
-	return filepath.Join(b.git.Dir(), "heaven", kind, strings.ReplaceAll(b.name, "/", "%2F"))
+func (b *Branch) stateName(kind string) string {
+	return kind + "/" + strings.ReplaceAll(b.name, "/", "%2F")
 }
 
 func (b *Branch) readState(kind string) (int64, error) {
-	data, err := os.ReadFile(b.statePath(kind))
-	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil
-	}
-	if err != nil {
+	data, err := b.git.ReadState(b.stateName(kind))
+	if err != nil || data == nil {
 		return 0, err
 	}
 	n, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("%s: %w", b.statePath(kind), err)
+		return 0, fmt.Errorf("state %s: %w", b.stateName(kind), err)
 	}
 	return n, nil
 }
 
 func (b *Branch) writeState(kind string, n int64) error {
-	return writeFileDurably(b.statePath(kind), []byte(strconv.FormatInt(n, 10)+"\n"))
+	return b.git.WriteState(b.stateName(kind), []byte(strconv.FormatInt(n, 10)+"\n"))
 }
 
 // raiseFloor makes sure rev will not be reused after a restart.
@@ -67,36 +60,4 @@ func (b *Branch) raiseFloor(rev int64) error {
 	}
 	b.floor = next
 	return nil
-}
-
-func writeFileDurably(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(dir, ".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

@@ -1,0 +1,31 @@
+package gitrepo
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// stateDir holds small files of the repository's users (and our journal):
+// a directory git does not look at.
+const stateDir = "heaven"
+
+// WriteState replaces the state file name (a slash-separated path below
+// <repo>/heaven/) atomically and durably.
+func (r *Repo) WriteState(name string, data []byte) error {
+	path := filepath.Join(r.dir, stateDir, filepath.FromSlash(name))
+	if err := mkdirAllDurable(r.dir, filepath.Dir(path)); err != nil {
+		return err
+	}
+	return writeFileDurable(path, data)
+}
+
+// ReadState returns the state file name, or nil when there is none.
+func (r *Repo) ReadState(name string) ([]byte, error) {
+	data, err := os.ReadFile(filepath.Join(r.dir, stateDir, filepath.FromSlash(name)))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return data, err
+}
