@@ -1,30 +1,46 @@
 // Package gitstore is an MVCC key-value store with etcd v3 semantics whose
 // truth is a bare git repository: one branch per keyspace ("heaven"), one
-// file per key, one commit per batch of writes, one revision per write.
+// file per key, one commit per group of writes, one revision per write.
 //
 // # Layout
 //
-// A key maps to a readable path (see KeyPath): "/registry/configmaps/default/web"
-// becomes "registry/configmaps/default/web.json". JSON values are stored
-// indented, one field per line, and compact back to exactly the written bytes;
-// anything else is stored verbatim (".yaml" when it looks like YAML, ".raw"
-// otherwise).
+// A key maps to a readable path (KeyPath): "/registry/configmaps/default/web"
+// is the file "registry/configmaps/default/web.json". JSON values are stored
+// indented, one field per line, and compact back to exactly the written
+// bytes; anything else is stored verbatim (".yaml" when it looks like YAML,
+// ".raw" otherwise). See keypath.go.
 //
 // # Revisions
 //
-// Revisions are per branch. Every commit the store makes carries its
-// revisions in the message: one line per operation ("41 update <path>") and
-// a "Heaven-Revision:" trailer. Commits made by others get the next revision
-// when they are picked up. A branch that moves in a way that is not a
-// first-parent fast-forward is answered with a merge commit whose first
-// parent is the store's previous head and whose tree is the new head's, so
-// the first-parent chain, and with it every revision, only grows. The same
-// function assigns revisions when the store picks up a commit live and when
-// it rebuilds its index from the branch, so revisions survive restarts.
+// Revisions are per branch. Every commit the store makes names its
+// revisions in its message (commitmsg.go): one line per write and a
+// "Heaven-Revision:" trailer. A commit made by someone else (git push) that
+// extends the branch is one new revision when it is picked up. A branch moved
+// any other way (a reset, a force-push) is answered with a merge commit whose
+// first parent is the store's previous head and whose tree is the new head's,
+// so the first-parent chain, and with it every revision, only grows. The same
+// function (applyCommit) gives revisions when the store picks a commit up
+// live and when it rebuilds its index from the branch, so revisions,
+// create revisions and versions are the same after a restart.
+//
+// # Writes
+//
+// One writer goroutine per branch (writer.go) evaluates queued transactions
+// in order against the latest state, builds one commit for the batch (more
+// when a key repeats) and commits it through gitrepo.Repo.Commit, whose one
+// fdatasync of a journal makes objects and ref durable together. Only then
+// does the committed revision move: readers and watchers never see a write
+// that could be lost. A ref that moved under us fails the commit before
+// anything was acknowledged; the writer picks up the other commits and
+// evaluates the batch again.
 //
 // # Memory
 //
-// The index (keys, their revision history since the last compaction, and the
-// current values) lives in memory and is rebuilt from the branch on open.
-// Keys written with a lease are kept in memory only and never committed.
+// The index (index.go: keys, their versions since the last compaction, the
+// change log that watchers read) lives in memory and is derived from the
+// branch on open. Current values are held in memory; older values rebuilt
+// from git are read from their blobs when asked for. Keys written with a
+// lease are kept in memory only and never committed; their revisions are
+// kept from being reused after a restart by a floor recorded beside the
+// repository (branchstate.go), as is the compaction point.
 package gitstore
