@@ -85,19 +85,7 @@ func TestCommitIsReadableByStorerAndGit(t *testing.T) {
 
 func TestCommitComparesAndSwaps(t *testing.T) {
 	const name = plumbing.ReferenceName("refs/heads/team/a")
-	for _, tc := range []struct {
-		name    string
-		current int // 0: missing, 1: c1, 2: c2
-		old     int
-		want    error
-		after   int
-	}{
-		{"create", 0, 0, nil, 1},
-		{"create over existing", 2, 0, ErrRefChanged, 2},
-		{"update", 2, 2, nil, 1},
-		{"update from wrong value", 2, 1, ErrRefChanged, 2},
-		{"update missing", 0, 2, ErrRefChanged, 0},
-	} {
+	for _, tc := range swapCases {
 		t.Run(tc.name, func(t *testing.T) {
 			r := openTemp(t)
 			c1, c2 := twoCommits(t, r)
