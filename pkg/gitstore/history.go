@@ -1,7 +1,6 @@
 package gitstore
 
 import (
-	"errors"
 	"fmt"
 	"sort"
 
@@ -308,5 +307,3 @@ func extRank(ext string) int {
 	}
 	return len(valueExts)
 }
-
-var errNotOnChain = errors.New("not on the first-parent chain")

@@ -94,13 +94,24 @@ func (x *index) current(key string) *record {
 // apply appends one revision's changes. Records must carry rev as mod.
 func (x *index) apply(rev int64, changes []change) {
 	for _, c := range changes {
-		h := x.history(c.key)
-		if h == nil {
-			h = &keyHistory{key: c.key}
-			x.keys.ReplaceOrInsert(h)
-		}
-		h.records = append(h.records, c.rec)
+		x.appendRecord(c.key, c.rec)
 	}
+	x.logRevision(rev, changes)
+}
+
+// appendRecord adds a key's newest version.
+func (x *index) appendRecord(key string, rec *record) {
+	h := x.history(key)
+	if h == nil {
+		h = &keyHistory{key: key}
+		x.keys.ReplaceOrInsert(h)
+	}
+	h.records = append(h.records, rec)
+}
+
+// logRevision records a revision's changes, already appended per key, in
+// the change log that watchers read.
+func (x *index) logRevision(rev int64, changes []change) {
 	x.log = append(x.log, revisionChanges{rev: rev, changes: changes})
 }
 

@@ -144,12 +144,7 @@ func (a *txnApplier) deleteRange(d *pb.DeleteRangeRequest) (*pb.DeleteRangeRespo
 // record applies one change to the index at once, so that reads later in the
 // txn see it; the revision's log entry is written by the caller.
 func (a *txnApplier) record(c change) {
-	h := a.x.history(c.key)
-	if h == nil {
-		h = &keyHistory{key: c.key}
-		a.x.keys.ReplaceOrInsert(h)
-	}
-	h.records = append(h.records, c.rec)
+	a.x.appendRecord(c.key, c.rec)
 	a.changes = append(a.changes, c)
 }
 

@@ -3,7 +3,6 @@ package gitstore
 import (
 	"context"
 	"errors"
-	"os"
 	"runtime"
 	"time"
 
@@ -29,8 +28,6 @@ type writeRequest struct {
 
 // maxBatch bounds how many requests one group commit takes.
 const maxBatch = 512
-
-var debugBatches = os.Getenv("HEAVEN_DEBUG_BATCH") != ""
 
 // maxCASRetries bounds how often a batch is re-evaluated because someone
 // else moved the branch between our evaluation and our ref update.
@@ -106,11 +103,7 @@ func (b *Branch) drain(err error) {
 func (b *Branch) commitBatch(batch []*writeRequest) {
 	for attempt := 0; ; attempt++ {
 		b.evaluate(batch)
-		t0 := time.Now()
 		err := b.persist(batch)
-		if debugBatches {
-			println("batch", len(batch), time.Since(t0).String())
-		}
 		if err == nil {
 			b.publish(batch)
 			return
@@ -165,7 +158,7 @@ func (b *Branch) evaluate(batch []*writeRequest) {
 		if len(a.changes) > 0 {
 			b.latest = a.rev()
 			r.rev, r.changes = b.latest, a.changes
-			b.x.log = append(b.x.log, revisionChanges{rev: r.rev, changes: a.changes})
+			b.x.logRevision(r.rev, a.changes)
 		}
 		r.resp.Header = &pb.ResponseHeader{Revision: b.latest}
 	}
