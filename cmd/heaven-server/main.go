@@ -1,6 +1,6 @@
-// Command heaven-server runs Heaven. Today it has one subcommand, store,
-// which serves a git repository through the etcd v3 API; the Kubernetes API
-// server will become the default command.
+// Command heaven-server serves many Kubernetes API servers ("heavens") under
+// /clusters/<name>, each stored on its own git branch; its "store"
+// subcommand serves the git repository through the etcd v3 API alone.
 package main
 
 import (

@@ -6,30 +6,57 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/klog/v2"
+
+	"github.com/heaven-dev/heaven/pkg/server"
 )
 
-// NewRootCommand is heaven-server. Run without a subcommand it explains that
-// the Kubernetes API server is not built yet; "store" serves the storage.
+// NewRootCommand is heaven-server: Options → Validate → Config → Complete →
+// New → Run.
 func NewRootCommand() *cobra.Command {
+	o := server.NewOptions()
 	cmd := &cobra.Command{
 		Use:   "heaven-server",
 		Short: "Heaven: a multi-tenant Kubernetes API server whose storage is git",
-		Long: `Heaven is a multi-tenant Kubernetes API server whose storage is git:
-every logical cluster ("heaven") lives on its own git branch.
+		Long: `Heaven is a multi-tenant Kubernetes API server whose storage is git.
 
-The Kubernetes API server is not built yet; running heaven-server without a
-subcommand will start it once it is. Today, run the storage layer on its own:
+heaven-server serves many logical clusters ("heavens") over one HTTPS port:
+https://HOST:PORT/clusters/<name> is a full Kubernetes API of its own, with its
+own CRDs, namespaces and objects. Every object of a heaven is a file on the git
+branch <name> of <data-dir>/heavens.git, and every write a commit.
 
-  heaven-server store --data-dir ./.heaven
+On first start it creates a certificate authority, a serving certificate and
+admin credentials in <data-dir>/pki and writes <data-dir>/admin.kubeconfig:
 
-and point etcdctl or a kube-apiserver at it (see heaven-server store --help).`,
+  heaven-server --data-dir ./.heaven
+  export KUBECONFIG=./.heaven/admin.kubeconfig
+  kubectl --server https://127.0.0.1:6443/clusters/team-a create configmap x --from-literal=a=b
+  git --git-dir ./.heaven/heavens.git log team-a
+
+Heavens start on their first request and stop after --idle-timeout without
+use. Events and leases are ephemeral: they live in an embedded etcd (or
+--etcd-servers), never in git.
+
+"heaven-server store" serves the git repository through the etcd v3 API alone,
+for etcd clients and stock kube-apiservers.`,
 		SilenceUsage: true,
 		Args:         cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			return errors.New(`the Kubernetes API server is not built yet: run "heaven-server store" to serve the etcd v3 API (see heaven-server --help)`)
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if errs := o.Validate(); len(errs) > 0 {
+				return errors.Join(errs...)
+			}
+			cfg, err := o.Config()
+			if err != nil {
+				return err
+			}
+			s, err := cfg.Complete().New()
+			if err != nil {
+				return err
+			}
+			return s.Run(cmd.Context())
 		},
 	}
 	cmd.CompletionOptions.DisableDefaultCmd = true
+	o.AddFlags(cmd.Flags())
 	// klog's flags (-v, --vmodule, ...) on every command.
 	gofs := goflag.NewFlagSet("klog", goflag.ContinueOnError)
 	klog.InitFlags(gofs)

@@ -1,0 +1,232 @@
+// Package heaven is the controller of Heaven objects in the root heaven: it
+// creates a heaven's branch (forking it when asked), reports the branch's
+// head and revision in status, and on deletion stops serving the heaven
+// (and deletes its branch if the Heaven says so).
+package heaven
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+
+	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
+)
+
+// Branches is what the controller needs of the git store and of
+// heaven-server; function fields so tests can use closures.
+type Branches struct {
+	// Info says whether the heaven's branch exists, with its head commit
+	// and revision (-1 when not known without replaying history).
+	Info func(ctx context.Context, name string) (exists bool, head string, revision int64, err error)
+	// Fork creates branch name from heaven from at revision rev.
+	Fork func(ctx context.Context, name, from string, rev int64) (commit string, revision int64, err error)
+	// Initialize starts the heaven once so that its branch gets its
+	// initial objects.
+	Initialize func(ctx context.Context, name string) error
+	// Stop stops serving the heaven.
+	Stop func(ctx context.Context, name string)
+	// Delete deletes the heaven's branch.
+	Delete func(name string) error
+}
+
+// Controller reconciles Heaven objects.
+type Controller struct {
+	client   dynamic.NamespaceableResourceInterface
+	informer cache.SharedIndexInformer
+	factory  dynamicinformer.DynamicSharedInformerFactory
+	queue    workqueue.TypedRateLimitingInterface[string]
+	branches Branches
+	// resync re-reads every heaven's head and revision this often.
+	resync time.Duration
+}
+
+// New builds the controller over the root heaven's client.
+func New(client dynamic.Interface, branches Branches, resync time.Duration) *Controller {
+	factory := dynamicinformer.NewDynamicSharedInformerFactory(client, resync)
+	c := &Controller{
+		client:   client.Resource(v1alpha1.HeavensResource),
+		factory:  factory,
+		informer: factory.ForResource(v1alpha1.HeavensResource).Informer(),
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "heaven"}),
+		branches: branches,
+		resync:   resync,
+	}
+	enqueue := func(obj any) {
+		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+			c.queue.Add(key)
+		}
+	}
+	_, _ = c.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    enqueue,
+		UpdateFunc: func(_, obj any) { enqueue(obj) },
+		DeleteFunc: enqueue,
+	})
+	return c
+}
+
+// Exists says whether a Heaven object names heaven name (from the cache
+// once synced, else from the server).
+func (c *Controller) Exists(ctx context.Context, name string) (bool, error) {
+	if c.informer.HasSynced() {
+		_, ok, err := c.informer.GetStore().GetByKey(name)
+		return ok, err
+	}
+	_, err := c.client.Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// Run reconciles until ctx ends.
+func (c *Controller) Run(ctx context.Context, workers int) {
+	defer utilruntime.HandleCrashWithContext(ctx)
+	defer c.queue.ShutDown()
+	c.factory.Start(ctx.Done())
+	defer c.factory.Shutdown()
+	if !cache.WaitForCacheSync(ctx.Done(), c.informer.HasSynced) {
+		return
+	}
+	for range workers {
+		go wait.UntilWithContext(ctx, c.worker, time.Second)
+	}
+	<-ctx.Done()
+}
+
+func (c *Controller) worker(ctx context.Context) {
+	for c.next(ctx) {
+	}
+}
+
+func (c *Controller) next(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	if err := c.reconcile(ctx, key); err != nil {
+		klog.FromContext(ctx).V(2).Info("Reconciling heaven failed, will retry", "heaven", key, "err", err)
+		c.queue.AddRateLimited(key)
+		return true
+	}
+	c.queue.Forget(key)
+	return true
+}
+
+func (c *Controller) reconcile(ctx context.Context, name string) error {
+	obj, ok, err := c.informer.GetStore().GetByKey(name)
+	if err != nil || !ok {
+		return err
+	}
+	u := obj.(*unstructured.Unstructured).DeepCopy()
+	var h v1alpha1.Heaven
+	if err := fromUnstructured(u, &h); err != nil {
+		return err
+	}
+	if h.DeletionTimestamp != nil {
+		return c.finalize(ctx, u, &h)
+	}
+	if !hasFinalizer(&h) {
+		u.SetFinalizers(append(u.GetFinalizers(), v1alpha1.HeavenFinalizer))
+		_, err := c.client.Update(ctx, u, metav1.UpdateOptions{})
+		return err // the update brings the object back through the queue
+	}
+	status := h.Status
+	status.Branch = name
+	exists, head, rev, err := c.branches.Info(ctx, name)
+	if err != nil {
+		return err
+	}
+	switch {
+	case !exists && h.Spec.Fork != nil:
+		commit, at, err := c.branches.Fork(ctx, name, h.Spec.Fork.Heaven, h.Spec.Fork.Revision)
+		if err != nil {
+			status.Phase, status.Message = v1alpha1.HeavenPhaseFailed, fmt.Sprintf("forking %s: %v", h.Spec.Fork.Heaven, err)
+			return c.updateStatus(ctx, u, status)
+		}
+		status.ForkedFrom = &v1alpha1.ForkedFrom{Heaven: h.Spec.Fork.Heaven, Commit: commit, Revision: at}
+		if _, head, rev, err = c.branches.Info(ctx, name); err != nil {
+			return err
+		}
+	case !exists:
+		if err := c.branches.Initialize(ctx, name); err != nil {
+			return err
+		}
+		if _, head, rev, err = c.branches.Info(ctx, name); err != nil {
+			return err
+		}
+	}
+	status.Phase, status.Message, status.Head = v1alpha1.HeavenPhaseReady, "", head
+	if rev >= 0 {
+		status.Revision = rev
+	}
+	return c.updateStatus(ctx, u, status)
+}
+
+func (c *Controller) finalize(ctx context.Context, u *unstructured.Unstructured, h *v1alpha1.Heaven) error {
+	if !hasFinalizer(h) {
+		return nil
+	}
+	if h.Status.Phase != v1alpha1.HeavenPhaseTerminating {
+		status := h.Status
+		status.Phase = v1alpha1.HeavenPhaseTerminating
+		if err := c.updateStatus(ctx, u, status); err != nil {
+			return err
+		}
+		return nil // the update brings it back
+	}
+	c.branches.Stop(ctx, h.Name)
+	if h.Spec.DeletePolicy == v1alpha1.DeletePolicyDelete {
+		if err := c.branches.Delete(h.Name); err != nil {
+			return fmt.Errorf("deleting branch %s: %w", h.Name, err)
+		}
+	}
+	var keep []string
+	for _, f := range u.GetFinalizers() {
+		if f != v1alpha1.HeavenFinalizer {
+			keep = append(keep, f)
+		}
+	}
+	u.SetFinalizers(keep)
+	_, err := c.client.Update(ctx, u, metav1.UpdateOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// updateStatus writes status if it changed.
+func (c *Controller) updateStatus(ctx context.Context, u *unstructured.Unstructured, status v1alpha1.HeavenStatus) error {
+	raw, err := toUnstructured(&status)
+	if err != nil {
+		return err
+	}
+	old, _, _ := unstructured.NestedMap(u.Object, "status")
+	if equalJSON(old, raw) {
+		return nil
+	}
+	u.Object["status"] = raw
+	_, err = c.client.UpdateStatus(ctx, u, metav1.UpdateOptions{})
+	return err
+}
+
+func hasFinalizer(h *v1alpha1.Heaven) bool {
+	for _, f := range h.Finalizers {
+		if f == v1alpha1.HeavenFinalizer {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,168 @@
+// Package heavenapi assembles the Kubernetes API server of one heaven from
+// the unmodified libraries: k8s.io/apiextensions-apiserver (CRDs) with the
+// built-in types installed into the same GenericAPIServer, storage through
+// k8s.io/apiserver's etcd3 store (see pkg/server/storage), and the
+// controllers a real control plane would run for these types (namespace
+// deletion). It has no listener of its own: heaven-server's front handler
+// calls Handler after stripping /clusters/<name>.
+package heavenapi
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+
+	apiextensionsinternal "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsapiserver "k8s.io/apiextensions-apiserver/pkg/apiserver"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
+	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
+	"k8s.io/apiserver/pkg/endpoints/request"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	serverstorage "k8s.io/apiserver/pkg/server/storage"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/component-base/compatibility"
+
+	builtin "github.com/heaven-dev/heaven/pkg/builtin"
+	builtinscheme "github.com/heaven-dev/heaven/pkg/builtin/scheme"
+	"github.com/heaven-dev/heaven/pkg/server/storage"
+)
+
+// KubernetesVersion is the version every heaven reports and emulates.
+const KubernetesVersion = "1.37"
+
+// Config is what a heaven's API server is made of.
+type Config struct {
+	// Name of the heaven; its objects live on the git branch of that name.
+	Name string
+	// Clients reach the git store and the ephemeral etcd.
+	Clients storage.Clients
+	// Ephemeral says which resources go to the ephemeral etcd.
+	Ephemeral func(schema.GroupResource) bool
+	// Loopback reaches this heaven through heaven-server's front as a
+	// privileged user; the heaven's own controllers use it.
+	Loopback *rest.Config
+	// ExternalAddress is host:port of heaven-server, for discovery.
+	ExternalAddress string
+}
+
+// userFromContext authenticates a request by the user heaven-server's front
+// handler has already put in its context: the front authenticates once for
+// every heaven.
+var userFromContext = authenticator.RequestFunc(func(req *http.Request) (*authenticator.Response, bool, error) {
+	u, ok := request.UserFrom(req.Context())
+	if !ok {
+		return nil, false, nil
+	}
+	return &authenticator.Response{User: u}, true, nil
+})
+
+// genericConfig is the part every heaven shares in shape.
+func (c *Config) genericConfig() (*genericapiserver.RecommendedConfig, error) {
+	gc := genericapiserver.NewRecommendedConfig(apiextensionsapiserver.Codecs)
+	gc.EffectiveVersion = compatibility.NewEffectiveVersionFromString(KubernetesVersion, "", "")
+	gc.MergedResourceConfig = apiextensionsapiserver.DefaultAPIResourceConfigSource()
+	gc.ExternalAddress = c.ExternalAddress
+	gc.LoopbackClientConfig = c.Loopback
+	gc.Authentication.Authenticator = userFromContext
+	gc.Authorization.Authorizer = authorizerfactory.NewAlwaysAllowAuthorizer()
+	gc.EnableMetrics = false // heaven-server serves /metrics once, with a heaven label
+	gc.EnableProfiling = false
+	gc.RESTOptionsGetter = &storage.Getter{Heaven: c.Name, Clients: c.Clients, Codec: typedCodec, Ephemeral: c.Ephemeral}
+
+	namer := openapinamer.NewDefinitionNamer(apiextensionsapiserver.Scheme, builtinscheme.Scheme)
+	gc.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(getDefinitions, namer)
+	gc.OpenAPIConfig.Info.Title = "Heaven"
+	gc.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(getDefinitions, namer)
+	gc.OpenAPIV3Config.Info.Title = "Heaven"
+
+	kube, err := kubernetes.NewForConfig(c.Loopback)
+	if err != nil {
+		return nil, err
+	}
+	gc.ClientConfig = c.Loopback
+	gc.SharedInformerFactory = informers.NewSharedInformerFactory(kube, 0)
+	nsLifecycle, err := lifecycle.NewLifecycle(sets.New("default", "kube-system", "kube-public"))
+	if err != nil {
+		return nil, err
+	}
+	nsLifecycle.SetExternalKubeClientSet(kube)
+	nsLifecycle.SetExternalKubeInformerFactory(gc.SharedInformerFactory)
+	if err := nsLifecycle.ValidateInitialization(); err != nil {
+		return nil, err
+	}
+	gc.AdmissionControl = admission.NewChainHandler(nsLifecycle)
+	return gc, nil
+}
+
+// typedCodec is the storage codec of the CRD type and of the built-in types:
+// JSON of the storage version (the git store indents it for people).
+func typedCodec(gr schema.GroupResource) (runtime.Codec, runtime.GroupVersioner, error) {
+	if gr.Group == apiextensionsv1.GroupName {
+		return storageCodec(apiextensionsapiserver.Codecs, apiextensionsv1.SchemeGroupVersion,
+			schema.GroupVersion{Group: apiextensionsinternal.GroupName, Version: runtime.APIVersionInternal})
+	}
+	for _, r := range builtin.Resources() {
+		if r.GroupResource == gr {
+			return storageCodec(builtinscheme.Codecs, r.StorageVersion,
+				schema.GroupVersion{Group: gr.Group, Version: runtime.APIVersionInternal})
+		}
+	}
+	return nil, nil, fmt.Errorf("no built-in type serves %s", gr)
+}
+
+func storageCodec(codecs serializer.CodecFactory, storage, memory schema.GroupVersion) (runtime.Codec, runtime.GroupVersioner, error) {
+	return serverstorage.NewStorageCodec(serverstorage.StorageCodecConfig{
+		StorageMediaType:  runtime.ContentTypeJSON,
+		StorageSerializer: codecs,
+		StorageVersion:    storage,
+		MemoryVersion:     memory,
+	})
+}
+
+// unstructuredCodec is the storage codec of custom resources, as
+// apiextensions-apiserver's own options build it: JSON in, JSON out; the CRD
+// handler wraps it with conversion to the storage version.
+func unstructuredCodec(schema.GroupResource) (runtime.Codec, runtime.GroupVersioner, error) {
+	return runtime.NewCodec(unstructured.UnstructuredJSONScheme, unstructured.UnstructuredJSONScheme), nil, nil
+}
+
+// noListener stands in for a secure listener: the generic server's run loop
+// needs one to shut down in order, but a heaven is reached only through the
+// front handler. Accept blocks until Close.
+type noListener struct {
+	addr   net.Addr
+	once   sync.Once
+	closed chan struct{}
+}
+
+func newNoListener(addr string) *noListener {
+	tcp, _ := net.ResolveTCPAddr("tcp", addr)
+	if tcp == nil {
+		tcp = &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)}
+	}
+	return &noListener{addr: tcp, closed: make(chan struct{})}
+}
+
+func (l *noListener) Accept() (net.Conn, error) {
+	<-l.closed
+	return nil, net.ErrClosed
+}
+
+func (l *noListener) Close() error {
+	l.once.Do(func() { close(l.closed) })
+	return nil
+}
+
+func (l *noListener) Addr() net.Addr { return l.addr }

@@ -1,0 +1,155 @@
+package heavenapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	apiextensionsapiserver "k8s.io/apiextensions-apiserver/pkg/apiserver"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+
+	builtin "github.com/heaven-dev/heaven/pkg/builtin"
+	"github.com/heaven-dev/heaven/pkg/server/storage"
+)
+
+// InitialNamespaces exist in every heaven, as in a real cluster.
+var InitialNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem}
+
+// Server is one heaven's running API server.
+type Server struct {
+	name    string
+	handler http.Handler
+	kube    kubernetes.Interface
+	run     func(context.Context) error
+	signals func() map[string]<-chan struct{}
+
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the server has shut down
+	ready  chan struct{} // closed when it serves every request
+	err    error         // of the run loop, valid after done
+}
+
+// New builds the heaven's API server; Start runs it.
+func New(c Config) (*Server, error) {
+	gc, err := c.genericConfig()
+	if err != nil {
+		return nil, err
+	}
+	ac := &apiextensionsapiserver.Config{
+		GenericConfig: gc,
+		ExtraConfig: apiextensionsapiserver.ExtraConfig{
+			CRDRESTOptionsGetter: &storage.Getter{Heaven: c.Name, Clients: c.Clients, Codec: unstructuredCodec, Ephemeral: c.Ephemeral},
+			MasterCount:          1,
+		},
+	}
+	completed := ac.Complete()
+	// apiextensions turns discovery off because kube-apiserver's aggregator
+	// serves /apis; here the same server serves the built-in groups and
+	// must answer /apis itself (its aggregated discovery includes CRDs).
+	completed.GenericConfig.EnableDiscovery = true
+	completed.GenericConfig.SecureServing = &genericapiserver.SecureServingInfo{Listener: newNoListener(c.ExternalAddress)}
+
+	crds, err := completed.New(genericapiserver.NewEmptyDelegate())
+	if err != nil {
+		return nil, fmt.Errorf("heaven %s: %w", c.Name, err)
+	}
+	s := crds.GenericAPIServer
+	legacy, groups, err := builtin.APIGroupInfos(gc.RESTOptionsGetter)
+	if err != nil {
+		s.Destroy()
+		return nil, fmt.Errorf("heaven %s: built-in types: %w", c.Name, err)
+	}
+	if err := s.InstallLegacyAPIGroup(genericapiserver.DefaultLegacyAPIPrefix, legacy); err != nil {
+		s.Destroy()
+		return nil, fmt.Errorf("heaven %s: core API: %w", c.Name, err)
+	}
+	if err := s.InstallAPIGroups(groups...); err != nil {
+		s.Destroy()
+		return nil, fmt.Errorf("heaven %s: built-in groups: %w", c.Name, err)
+	}
+	kube, err := kubernetes.NewForConfig(c.Loopback)
+	if err != nil {
+		s.Destroy()
+		return nil, err
+	}
+	prepared := s.PrepareRun()
+	srv := &Server{
+		name:    c.Name,
+		handler: s.Handler,
+		kube:    kube,
+		done:    make(chan struct{}),
+		ready:   make(chan struct{}),
+	}
+	srv.run = func(ctx context.Context) error { return prepared.RunWithContext(ctx) }
+	srv.signals = s.MuxAndDiscoveryCompleteSignals
+	return srv, nil
+}
+
+// Handler serves the heaven's API; paths are without /clusters/<name>.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Ready is closed once the heaven serves every request: its CRDs are
+// installed and its initial namespaces exist.
+func (s *Server) Ready() <-chan struct{} { return s.ready }
+
+// Done is closed when the server has stopped.
+func (s *Server) Done() <-chan struct{} { return s.done }
+
+// Start runs the server until Stop.
+func (s *Server) Start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	go func() {
+		defer close(s.done)
+		s.err = s.run(ctx)
+	}()
+	go s.becomeReady(ctx)
+}
+
+// Stop shuts the server down and waits until its goroutines and storage are
+// released, or ctx ends.
+func (s *Server) Stop(ctx context.Context) error {
+	s.cancel()
+	select {
+	case <-s.done:
+		return s.err
+	case <-ctx.Done():
+		return fmt.Errorf("heaven %s: stopping: %w", s.name, ctx.Err())
+	}
+}
+
+func (s *Server) becomeReady(ctx context.Context) {
+	logger := klog.FromContext(ctx).WithValues("heaven", s.name)
+	for _, ns := range InitialNamespaces {
+		err := wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			_, err := s.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+			if err == nil || apierrors.IsAlreadyExists(err) {
+				return true, nil
+			}
+			logger.V(2).Info("Creating initial namespace", "namespace", ns, "err", err)
+			return false, nil
+		})
+		if err != nil {
+			return
+		}
+	}
+	for name, signal := range s.signals() {
+		select {
+		case <-signal:
+		case <-ctx.Done():
+			logger.V(2).Info("Stopped before ready", "waitingFor", name)
+			return
+		}
+	}
+	close(s.ready)
+}
+
+var _ = errors.New

@@ -1,0 +1,168 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	clientv3k "go.etcd.io/etcd/client/v3/kubernetes"
+	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/test/bufconn"
+	"k8s.io/klog/v2"
+
+	"github.com/heaven-dev/heaven/pkg/gitstore"
+	"github.com/heaven-dev/heaven/pkg/gitstore/etcdv3"
+)
+
+// gitBackend is the git store and its etcd v3 facade, served in process
+// (an in-memory connection: no socket to secure, no TCP to pay for).
+type gitBackend struct {
+	repo   *gitstore.Repository
+	facade *etcdv3.Server
+	lis    *bufconn.Listener
+	client *clientv3k.Client
+	served chan error
+}
+
+func startGitBackend(dir string) (*gitBackend, error) {
+	repo, err := gitstore.Open(dir, gitstore.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("opening %s: %w", dir, err)
+	}
+	facade, err := etcdv3.NewServer(repo, etcdv3.Config{RepositoryPath: dir})
+	if err != nil {
+		_ = repo.Close()
+		return nil, err
+	}
+	b := &gitBackend{repo: repo, facade: facade, lis: bufconn.Listen(1 << 20), served: make(chan error, 1)}
+	go func() { b.served <- facade.Serve(b.lis) }()
+	b.client, err = newEtcdClient([]string{"heaven-store:0"},
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return b.lis.DialContext(ctx) }))
+	if err != nil {
+		b.close(context.Background())
+		return nil, fmt.Errorf("connecting to the git store: %w", err)
+	}
+	return b, nil
+}
+
+func (b *gitBackend) close(ctx context.Context) {
+	if b.client != nil {
+		_ = b.client.Close()
+	}
+	if err := b.facade.Shutdown(ctx); err != nil {
+		klog.ErrorS(err, "Stopping the git store's etcd API")
+	}
+	if err := b.repo.Close(); err != nil {
+		klog.ErrorS(err, "Closing the git repository")
+	}
+}
+
+// etcdBackend is the etcd of ephemeral resources: embedded or external.
+type etcdBackend struct {
+	embedded *embed.Etcd
+	client   *clientv3k.Client
+}
+
+func startEtcdBackend(dir string, servers []string) (*etcdBackend, error) {
+	b := &etcdBackend{}
+	if len(servers) == 0 {
+		e, endpoint, err := startEmbeddedEtcd(dir)
+		if err != nil {
+			return nil, fmt.Errorf("embedded etcd in %s: %w", dir, err)
+		}
+		b.embedded, servers = e, []string{endpoint}
+	}
+	client, err := newEtcdClient(servers)
+	if err != nil {
+		b.close()
+		return nil, fmt.Errorf("connecting to etcd %v: %w", servers, err)
+	}
+	b.client = client
+	return b, nil
+}
+
+func (b *etcdBackend) close() {
+	if b.client != nil {
+		_ = b.client.Close()
+	}
+	if b.embedded != nil {
+		b.embedded.Close()
+	}
+}
+
+// probeKey is read to check that a store answers; in the git store's prefix
+// mode it belongs to the root heaven's branch (and never exists).
+const probeKey = "/root/heaven-probe"
+
+func newEtcdClient(endpoints []string, dial ...grpc.DialOption) (*clientv3k.Client, error) {
+	c, err := clientv3k.New(clientv3.Config{
+		Endpoints:            endpoints,
+		DialTimeout:          20 * time.Second,
+		DialKeepAliveTime:    30 * time.Second,
+		DialKeepAliveTimeout: 10 * time.Second,
+		DialOptions:          dial,
+		Logger:               zap.NewNop(),
+		// Large lists of a heaven travel in one response.
+		MaxCallRecvMsgSize: 256 << 20,
+	})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := c.KV.Get(ctx, probeKey); err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// startEmbeddedEtcd runs a single-member etcd on loopback ports, its data in
+// dir. It compacts its own history (5 minutes kept), as kube-apiserver would
+// ask it to.
+func startEmbeddedEtcd(dir string) (*embed.Etcd, string, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, "", err
+	}
+	cfg := embed.NewConfig()
+	cfg.Name = "heaven"
+	cfg.Dir = filepath.Clean(dir)
+	client, peer := freeURL(), freeURL()
+	if client.Host == "" || peer.Host == "" {
+		return nil, "", errors.New("no free loopback port")
+	}
+	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
+	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
+	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
+	cfg.AutoCompactionMode = embed.CompactorModePeriodic
+	cfg.AutoCompactionRetention = "5m"
+	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
+	e, err := embed.StartEtcd(cfg)
+	if err != nil {
+		return nil, "", err
+	}
+	select {
+	case <-e.Server.ReadyNotify():
+	case <-time.After(60 * time.Second):
+		e.Close()
+		return nil, "", errors.New("not ready after 60s")
+	}
+	return e, client.String(), nil
+}
+
+func freeURL() url.URL {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return url.URL{}
+	}
+	defer l.Close()
+	return url.URL{Scheme: "http", Host: l.Addr().String()}
+}

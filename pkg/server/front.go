@@ -1,0 +1,165 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
+	"k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/klog/v2"
+)
+
+// ClustersPrefix is where heavens are served: /clusters/<name>/...
+const ClustersPrefix = "/clusters/"
+
+// MaxHeavenNameLength keeps a heaven name a DNS label (and a short branch).
+const MaxHeavenNameLength = 63
+
+var heavenNameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+// ValidateHeavenName accepts DNS labels: lowercase letters, digits and '-',
+// starting and ending with a letter or digit, at most 63 characters. Such a
+// name is also a safe git branch name and URL path segment.
+func ValidateHeavenName(name string) error {
+	if len(name) > MaxHeavenNameLength {
+		return fmt.Errorf("heaven name %q is longer than %d characters", name, MaxHeavenNameLength)
+	}
+	if !heavenNameRE.MatchString(name) {
+		return fmt.Errorf("heaven name %q is not valid: want lowercase letters, digits and '-', starting and ending with a letter or digit", name)
+	}
+	return nil
+}
+
+// loopbackUser is who a heaven's own controllers act as.
+var loopbackUser = &user.DefaultInfo{Name: user.APIServerUser, Groups: []string{user.SystemPrivilegedGroup, user.AllAuthenticated}}
+
+type loopbackKey struct{}
+
+// withLoopback marks a request context as coming from inside the process.
+func withLoopback(ctx context.Context) context.Context { return context.WithValue(ctx, loopbackKey{}, true) }
+
+func isLoopback(ctx context.Context) bool { v, _ := ctx.Value(loopbackKey{}).(bool); return v }
+
+// front is the one HTTP handler of heaven-server: it authenticates, serves
+// the root endpoints and routes /clusters/<name>/... to that heaven.
+type front struct {
+	heavens *heavens
+	authn   authenticator.Request
+	root    http.Handler // /healthz, /version, /metrics...
+	// public paths of root answer without credentials, as a kube-apiserver's
+	// system:public-info-viewer role allows.
+	public  map[string]bool
+	metrics *metrics
+}
+
+func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	u := user.Info(loopbackUser)
+	if !isLoopback(ctx) {
+		resp, ok, err := f.authn.AuthenticateRequest(r)
+		switch {
+		case ok:
+			u = resp.User
+		case f.public[r.URL.Path]:
+			u = &user.DefaultInfo{Name: user.Anonymous, Groups: []string{user.AllUnauthenticated}}
+		default:
+			if err != nil {
+				klog.V(2).InfoS("Unauthorized request", "path", r.URL.Path, "err", err)
+			}
+			writeStatus(w, r, apierrors.NewUnauthorized("Unauthorized"))
+			return
+		}
+	}
+	r = r.WithContext(request.WithUser(ctx, u))
+
+	if !strings.HasPrefix(r.URL.Path, ClustersPrefix) {
+		f.root.ServeHTTP(w, r)
+		return
+	}
+	name, rest, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, ClustersPrefix), "/")
+	if err := ValidateHeavenName(name); err != nil {
+		writeStatus(w, r, apierrors.NewBadRequest(err.Error()))
+		return
+	}
+	f.serveHeaven(w, r, name, "/"+rest)
+}
+
+// serveHeaven hands a request to the heaven's API server. Requests from
+// outside count as use (an idle heaven is stopped) and wait until the heaven
+// is ready; those of the heaven's own controllers do neither.
+func (f *front) serveHeaven(w http.ResponseWriter, r *http.Request, name, path string) {
+	external := !isLoopback(r.Context())
+	began := time.Now()
+	srv, release, err := f.heavens.acquire(r.Context(), name, external, external)
+	if err != nil {
+		switch {
+		case errors.Is(err, errUnknownHeaven):
+			writeStatus(w, r, apierrors.NewNotFound(schema.GroupResource{Group: "heaven.dev", Resource: "heavens"}, name))
+		case r.Context().Err() != nil:
+			// The client went away while the heaven started.
+		default:
+			writeStatus(w, r, apierrors.NewServiceUnavailable(err.Error()))
+		}
+		return
+	}
+	defer release()
+
+	r2 := r.Clone(r.Context())
+	r2.URL.Path = path
+	r2.URL.RawPath = ""
+	if !external {
+		srv.Handler().ServeHTTP(w, r2)
+		return
+	}
+	verb := r.Method
+	if r.URL.Query().Get("watch") == "true" || r.URL.Query().Get("watch") == "1" {
+		verb = "WATCH"
+	}
+	rw := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
+	srv.Handler().ServeHTTP(rw, r2)
+	f.metrics.requests.WithLabelValues(name, verb, strconv.Itoa(rw.code)).Inc()
+	if verb != "WATCH" {
+		f.metrics.requestLatency.WithLabelValues(name, verb).Observe(time.Since(began).Seconds())
+	}
+}
+
+// writeStatus answers with a Kubernetes Status object.
+func writeStatus(w http.ResponseWriter, _ *http.Request, err apierrors.APIStatus) {
+	st := err.Status()
+	st.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
+	responsewriters.WriteRawJSON(int(st.Code), st, w)
+}
+
+// statusRecorder remembers the response code; Unwrap lets
+// http.ResponseController reach Flush and friends of the real writer.
+type statusRecorder struct {
+	http.ResponseWriter
+	code        int
+	wroteHeader bool
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if !s.wroteHeader {
+		s.code, s.wroteHeader = code, true
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }

@@ -1,0 +1,113 @@
+package server
+
+import (
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Storage backends for objects that are not ephemeral.
+const (
+	StorageGit  = "git"
+	StorageEtcd = "etcd"
+)
+
+// Options are heaven-server's flags.
+type Options struct {
+	DataDir      string
+	BindAddress  string
+	SecurePort   int
+	ExternalHost string
+
+	Storage            string
+	EtcdServers        []string
+	EphemeralResources []string
+
+	AutoCreateHeavens  bool
+	IdleTimeout        time.Duration
+	CompactionInterval time.Duration
+	ShutdownTimeout    time.Duration
+}
+
+// NewOptions returns the defaults: everything embedded, data in ./.heaven.
+func NewOptions() *Options {
+	return &Options{
+		DataDir:            "./.heaven",
+		BindAddress:        "127.0.0.1",
+		SecurePort:         6443,
+		Storage:            StorageGit,
+		EphemeralResources: []string{"events", "events.events.k8s.io", "leases.coordination.k8s.io"},
+		AutoCreateHeavens:  true,
+		IdleTimeout:        5 * time.Minute,
+		CompactionInterval: 5 * time.Minute,
+		ShutdownTimeout:    30 * time.Second,
+	}
+}
+
+// AddFlags registers the options' flags.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.DataDir, "data-dir", o.DataDir,
+		"Directory of all state: the git repository of heavens (heavens.git), the embedded etcd (etcd/), certificates (pki/) and admin.kubeconfig. Created when missing.")
+	fs.StringVar(&o.BindAddress, "bind-address", o.BindAddress,
+		"IP address to serve HTTPS on. Use 0.0.0.0 to serve on every interface.")
+	fs.IntVar(&o.SecurePort, "secure-port", o.SecurePort, "Port to serve HTTPS on.")
+	fs.StringVar(&o.ExternalHost, "external-hostname", o.ExternalHost,
+		"Host name or IP clients use to reach this server: added to the serving certificate and used in admin.kubeconfig. Default: the bind address, or 127.0.0.1 when binding every interface.")
+	fs.StringVar(&o.Storage, "storage", o.Storage,
+		"Where non-ephemeral objects are stored: 'git' (one branch per heaven in <data-dir>/heavens.git) or 'etcd' (the ephemeral etcd, no history; for comparison benchmarks).")
+	fs.StringSliceVar(&o.EtcdServers, "etcd-servers", o.EtcdServers,
+		"etcd v3 endpoints (http://host:port) for ephemeral resources. Empty: an etcd embedded in this process, with its data in <data-dir>/etcd.")
+	fs.StringSliceVar(&o.EphemeralResources, "ephemeral-resources", o.EphemeralResources,
+		"Resources (resource.group; core resources without a group) stored in etcd under a per-heaven prefix and never committed to git.")
+	fs.BoolVar(&o.AutoCreateHeavens, "auto-create-heavens", o.AutoCreateHeavens,
+		"Start a heaven on the first request to /clusters/<name> even if no Heaven object names it. When false, only 'root' and heavens with a Heaven object in 'root' are served.")
+	fs.DurationVar(&o.IdleTimeout, "idle-timeout", o.IdleTimeout,
+		"Stop a heaven's API server after this long without requests or watches; the next request starts it again. Its data stays.")
+	fs.DurationVar(&o.CompactionInterval, "compaction-interval", o.CompactionInterval,
+		"How often the history of running heavens is compacted: each time to the revision of the previous run, as kube-apiserver does. Compacted revisions stay in git; only watches and reads at them end. 0 disables.")
+	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", o.ShutdownTimeout,
+		"How long to wait for requests and heavens to finish on SIGTERM.")
+}
+
+// Validate returns every problem of the options.
+func (o *Options) Validate() []error {
+	var errs []error
+	if o.DataDir == "" {
+		errs = append(errs, fmt.Errorf("--data-dir must not be empty"))
+	}
+	if net.ParseIP(o.BindAddress) == nil {
+		errs = append(errs, fmt.Errorf("--bind-address %q is not an IP address", o.BindAddress))
+	}
+	if o.SecurePort < 0 || o.SecurePort > 65535 {
+		errs = append(errs, fmt.Errorf("--secure-port %d is not a port (0 picks a free one)", o.SecurePort))
+	}
+	if o.Storage != StorageGit && o.Storage != StorageEtcd {
+		errs = append(errs, fmt.Errorf("--storage %q: want %q or %q", o.Storage, StorageGit, StorageEtcd))
+	}
+	if o.IdleTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--idle-timeout must be positive"))
+	}
+	if o.CompactionInterval < 0 {
+		errs = append(errs, fmt.Errorf("--compaction-interval must not be negative"))
+	}
+	for _, r := range o.EphemeralResources {
+		if gr := schema.ParseGroupResource(r); gr.Resource == "" {
+			errs = append(errs, fmt.Errorf("--ephemeral-resources: %q names no resource", r))
+		}
+	}
+	return errs
+}
+
+// externalHost is the host clients use.
+func (o *Options) externalHost() string {
+	if o.ExternalHost != "" {
+		return o.ExternalHost
+	}
+	if ip := net.ParseIP(o.BindAddress); ip != nil && ip.IsUnspecified() {
+		return "127.0.0.1"
+	}
+	return o.BindAddress
+}

@@ -1,0 +1,208 @@
+// Package pki creates, on first start, the certificate authority, the
+// serving certificate and the admin client certificate of heaven-server, and
+// writes the admin kubeconfig. Later starts load what is there.
+package pki
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"errors"
+	"fmt"
+	"math"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	certutil "k8s.io/client-go/util/cert"
+	"k8s.io/client-go/util/keyutil"
+)
+
+// AdminUser and AdminGroup are the identity of the admin client certificate.
+const (
+	AdminUser  = "heaven-admin"
+	AdminGroup = "system:masters"
+	validFor   = 10 * 365 * 24 * time.Hour
+)
+
+// Bundle is the loaded PKI.
+type Bundle struct {
+	Dir string
+	// CA signs the serving and client certificates and verifies clients.
+	CA     *x509.Certificate
+	CAPool *x509.CertPool
+	// Serving is the TLS serving certificate.
+	Serving tls.Certificate
+	// AdminCertPEM and AdminKeyPEM are the admin client credentials.
+	AdminCertPEM, AdminKeyPEM []byte
+	caPEM                     []byte
+}
+
+// Ensure loads the PKI from dir, creating what is missing. hosts are the
+// serving certificate's DNS names and IP addresses besides localhost; a
+// serving certificate that lacks one of them is reissued.
+func Ensure(dir string, hosts []string) (*Bundle, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	caCert, caKey, err := ensureCA(dir)
+	if err != nil {
+		return nil, err
+	}
+	b := &Bundle{Dir: dir, CA: caCert, CAPool: x509.NewCertPool()}
+	b.CAPool.AddCert(caCert)
+	b.caPEM, err = os.ReadFile(filepath.Join(dir, "ca.crt"))
+	if err != nil {
+		return nil, err
+	}
+
+	hosts = append([]string{"localhost", "127.0.0.1", "::1"}, hosts...)
+	servingTmpl := &x509.Certificate{
+		Subject:     pkix.Name{CommonName: "heaven-server"},
+		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	for _, h := range hosts {
+		if ip := net.ParseIP(h); ip != nil {
+			servingTmpl.IPAddresses = append(servingTmpl.IPAddresses, ip)
+		} else if h != "" {
+			servingTmpl.DNSNames = append(servingTmpl.DNSNames, h)
+		}
+	}
+	certPEM, keyPEM, err := ensureLeaf(dir, "serving", servingTmpl, caCert, caKey, func(c *x509.Certificate) bool {
+		for _, h := range hosts {
+			if h != "" && c.VerifyHostname(h) != nil {
+				return false
+			}
+		}
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	if b.Serving, err = tls.X509KeyPair(certPEM, keyPEM); err != nil {
+		return nil, fmt.Errorf("serving certificate: %w", err)
+	}
+
+	adminTmpl := &x509.Certificate{
+		Subject:     pkix.Name{CommonName: AdminUser, Organization: []string{AdminGroup}},
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	b.AdminCertPEM, b.AdminKeyPEM, err = ensureLeaf(dir, "admin", adminTmpl, caCert, caKey, nil)
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// WriteKubeconfig writes a kubeconfig with the admin credentials and one
+// context per heaven, "server" being the front's base URL
+// (https://host:port); the first heaven is the current context.
+func (b *Bundle) WriteKubeconfig(path, server string, heavens ...string) error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: b.AdminCertPEM, ClientKeyData: b.AdminKeyPEM}
+	for i, h := range heavens {
+		cfg.Clusters[h] = &clientcmdapi.Cluster{Server: server + "/clusters/" + h, CertificateAuthorityData: b.caPEM}
+		cfg.Contexts[h] = &clientcmdapi.Context{Cluster: h, AuthInfo: "admin"}
+		if i == 0 {
+			cfg.CurrentContext = h
+		}
+	}
+	return clientcmd.WriteToFile(*cfg, path)
+}
+
+func ensureCA(dir string) (*x509.Certificate, crypto.Signer, error) {
+	certPath, keyPath := filepath.Join(dir, "ca.crt"), filepath.Join(dir, "ca.key")
+	if c, k, err := load(certPath, keyPath); err == nil {
+		return c, k, nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, nil, err
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := certutil.NewSelfSignedCACert(certutil.Config{CommonName: "heaven-ca"}, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := write(certPath, keyPath, c.Raw, key); err != nil {
+		return nil, nil, err
+	}
+	return c, key, nil
+}
+
+// ensureLeaf loads <name>.crt/.key if present, signed by ca and accepted by
+// ok; otherwise issues a new one from tmpl.
+func ensureLeaf(dir, name string, tmpl, ca *x509.Certificate, caKey crypto.Signer, ok func(*x509.Certificate) bool) ([]byte, []byte, error) {
+	certPath, keyPath := filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
+	if c, _, err := load(certPath, keyPath); err == nil && c.CheckSignatureFrom(ca) == nil && (ok == nil || ok(c)) {
+		certPEM, err1 := os.ReadFile(certPath)
+		keyPEM, err2 := os.ReadFile(keyPath)
+		return certPEM, keyPEM, errors.Join(err1, err2)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	serial, err := rand.Int(rand.Reader, big.NewInt(math.MaxInt64))
+	if err != nil {
+		return nil, nil, err
+	}
+	tmpl.SerialNumber = serial
+	tmpl.NotBefore = time.Now().Add(-time.Hour).UTC()
+	tmpl.NotAfter = time.Now().Add(validFor).UTC()
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, key.Public(), caKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := write(certPath, keyPath, der, key); err != nil {
+		return nil, nil, err
+	}
+	certPEM, err1 := os.ReadFile(certPath)
+	keyPEM, err2 := os.ReadFile(keyPath)
+	return certPEM, keyPEM, errors.Join(err1, err2)
+}
+
+func load(certPath, keyPath string) (*x509.Certificate, crypto.Signer, error) {
+	certs, err := certutil.CertsFromFile(certPath)
+	if err != nil {
+		if _, statErr := os.Stat(certPath); errors.Is(statErr, os.ErrNotExist) {
+			return nil, nil, statErr
+		}
+		return nil, nil, err
+	}
+	key, err := keyutil.PrivateKeyFromFile(keyPath)
+	if err != nil {
+		return nil, nil, err
+	}
+	signer, ok := key.(crypto.Signer)
+	if !ok {
+		return nil, nil, fmt.Errorf("%s: not a signing key", keyPath)
+	}
+	return certs[0], signer, nil
+}
+
+func write(certPath, keyPath string, der []byte, key *ecdsa.PrivateKey) error {
+	keyPEM, err := keyutil.MarshalPrivateKeyToPEM(key)
+	if err != nil {
+		return err
+	}
+	if err := keyutil.WriteKey(keyPath, keyPEM); err != nil {
+		return err
+	}
+	certPEM, err := certutil.EncodeCertificates(&x509.Certificate{Raw: der})
+	if err != nil {
+		return err
+	}
+	return certutil.WriteCert(certPath, certPEM)
+}

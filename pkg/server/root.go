@@ -1,0 +1,73 @@
+package server
+
+import (
+	"context"
+	"crypto/x509"
+	"fmt"
+	"net/http"
+	"runtime"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
+	"k8s.io/component-base/metrics/legacyregistry"
+
+	"github.com/heaven-dev/heaven/pkg/server/pki"
+)
+
+// Version is what /version reports: the Kubernetes API version every heaven
+// serves.
+var Version = version.Info{
+	Major:      "1",
+	Minor:      "37",
+	GitVersion: "v1.37.2+heaven",
+	GoVersion:  runtime.Version(),
+	Compiler:   runtime.Compiler,
+	Platform:   runtime.GOOS + "/" + runtime.GOARCH,
+}
+
+func verifyOptions(b *pki.Bundle) x509.VerifyOptions {
+	return x509.VerifyOptions{Roots: b.CAPool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+}
+
+// rootHandler serves what is not under /clusters/.
+func (s *Server) rootHandler() http.Handler {
+	mux := http.NewServeMux()
+	health := func(w http.ResponseWriter, r *http.Request) {
+		if err := s.healthy(r.Context()); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok"))
+	}
+	mux.HandleFunc("/healthz", health)
+	mux.HandleFunc("/livez", health)
+	mux.HandleFunc("/readyz", health)
+	mux.HandleFunc("/version", func(w http.ResponseWriter, _ *http.Request) {
+		responsewriters.WriteRawJSON(http.StatusOK, Version, w)
+	})
+	mux.Handle("/metrics", legacyregistry.Handler())
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeStatus(w, r, apierrors.NewGenericServerResponse(http.StatusNotFound, r.Method, schema.GroupResource{}, "",
+			fmt.Sprintf("heaven-server serves heavens under %s<name>; no such path %q", ClustersPrefix, r.URL.Path), 0, false))
+	})
+	return mux
+}
+
+// healthy checks that both stores answer.
+func (s *Server) healthy(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if s.git != nil {
+		if _, err := s.git.client.KV.Get(ctx, probeKey); err != nil {
+			return fmt.Errorf("git store: %w", err)
+		}
+	}
+	if _, err := s.etcd.client.KV.Get(ctx, probeKey); err != nil {
+		return fmt.Errorf("etcd: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,118 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/yaml"
+
+	"github.com/heaven-dev/heaven/config/crds"
+	heavenctrl "github.com/heaven-dev/heaven/pkg/controllers/heaven"
+)
+
+// startRoot starts the root heaven, installs heaven.dev's CRDs in it and
+// runs the Heaven controller until ctx ends.
+func (s *Server) startRoot(ctx context.Context) (*heavenctrl.Controller, error) {
+	s.heavens.pinned[RootHeaven] = true
+	if _, _, err := s.heavens.acquire(ctx, RootHeaven, false, true); err != nil {
+		return nil, fmt.Errorf("starting heaven %s: %w", RootHeaven, err)
+	}
+	cfg := s.loopbackConfig(RootHeaven)
+	if err := installCRDs(ctx, apiextensionsclient.NewForConfigOrDie(cfg)); err != nil {
+		return nil, err
+	}
+	ctrl := heavenctrl.New(dynamic.NewForConfigOrDie(cfg), heavenctrl.Branches{
+		Info:       s.branchInfo,
+		Fork:       s.fork,
+		Initialize: func(ctx context.Context, name string) error { _, _, err := s.heavens.acquire(ctx, name, false, true); return err },
+		Stop:       s.heavens.stopHeaven,
+		Delete:     s.deleteBranch,
+	}, time.Minute)
+	go ctrl.Run(ctx, 2)
+	return ctrl, nil
+}
+
+// installCRDs creates or updates the CRDs of config/crds and waits until
+// they are established.
+func installCRDs(ctx context.Context, client apiextensionsclient.Interface) error {
+	files, err := fs.Glob(crds.FS, "*.yaml")
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		data, err := crds.FS.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		var crd apiextensionsv1.CustomResourceDefinition
+		if err := yaml.UnmarshalStrict(data, &crd); err != nil {
+			return fmt.Errorf("%s: %w", f, err)
+		}
+		crdClient := client.ApiextensionsV1().CustomResourceDefinitions()
+		existing, err := crdClient.Get(ctx, crd.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			_, err = crdClient.Create(ctx, &crd, metav1.CreateOptions{})
+		case err == nil:
+			crd.ResourceVersion = existing.ResourceVersion
+			_, err = crdClient.Update(ctx, &crd, metav1.UpdateOptions{})
+		}
+		if err != nil {
+			return fmt.Errorf("installing CRD %s: %w", crd.Name, err)
+		}
+		err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			got, err := crdClient.Get(ctx, crd.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, nil
+			}
+			for _, c := range got.Status.Conditions {
+				if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			return fmt.Errorf("CRD %s not established: %w", crd.Name, err)
+		}
+		klog.FromContext(ctx).V(2).Info("Installed CRD", "crd", crd.Name)
+	}
+	return nil
+}
+
+func (s *Server) branchInfo(ctx context.Context, name string) (bool, string, int64, error) {
+	if s.git == nil {
+		return true, "", 0, nil // etcd storage: no branches
+	}
+	head, rev, err := s.git.repo.Head(name)
+	if err != nil {
+		return false, "", 0, err
+	}
+	return !head.IsZero(), head.String(), rev, nil
+}
+
+func (s *Server) fork(ctx context.Context, name, from string, rev int64) (string, int64, error) {
+	if s.git == nil {
+		return "", 0, fmt.Errorf("forks need --storage=%s", StorageGit)
+	}
+	// The new branch must not be open while it is created.
+	_ = s.git.repo.CloseBranch(name)
+	h, at, err := s.git.repo.Fork(ctx, name, from, rev)
+	return h.String(), at, err
+}
+
+func (s *Server) deleteBranch(name string) error {
+	if s.git == nil {
+		return nil
+	}
+	return s.git.repo.DeleteBranch(name)
+}

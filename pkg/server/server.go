@@ -1,0 +1,247 @@
+// Package server is heaven-server: one HTTPS endpoint that serves many
+// heavens under /clusters/<name>, each a Kubernetes API server of its own
+// (pkg/heavenapi) whose objects live on the git branch of that name, started
+// on demand and stopped when idle.
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	x509request "k8s.io/apiserver/pkg/authentication/request/x509"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+
+	heavenctrl "github.com/heaven-dev/heaven/pkg/controllers/heaven"
+	"github.com/heaven-dev/heaven/pkg/heavenapi"
+	"github.com/heaven-dev/heaven/pkg/server/pki"
+	"github.com/heaven-dev/heaven/pkg/server/storage"
+)
+
+// RootHeaven is the heaven that holds Heaven objects; it always exists.
+const RootHeaven = "root"
+
+// Config is heaven-server's configuration, from Options.
+type Config struct {
+	Options
+	DataDir string // absolute
+}
+
+// CompletedConfig is a Config whose defaults are filled in.
+type CompletedConfig struct{ *Config }
+
+// Config turns validated options into a configuration.
+func (o *Options) Config() (*Config, error) {
+	dir, err := filepath.Abs(o.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	return &Config{Options: *o, DataDir: dir}, nil
+}
+
+// Complete fills in defaults.
+func (c *Config) Complete() CompletedConfig { return CompletedConfig{c} }
+
+// Server is a running heaven-server.
+type Server struct {
+	cfg      CompletedConfig
+	pki      *pki.Bundle
+	git      *gitBackend
+	etcd     *etcdBackend
+	heavens  *heavens
+	front    *front
+	mem      *memListener
+	listener net.Listener
+	metrics  *metrics
+
+	ephemeral  map[schema.GroupResource]bool
+	clients    storage.Clients
+	heavenCtrl atomic.Pointer[heavenctrl.Controller]
+}
+
+// New opens the data directory, the stores and the HTTPS listener; Run
+// serves.
+func (c CompletedConfig) New() (_ *Server, err error) {
+	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: c, mem: newMemListener(), metrics: serverMetrics(), ephemeral: map[schema.GroupResource]bool{}}
+	defer func() {
+		if err != nil {
+			s.close(context.Background())
+		}
+	}()
+	for _, r := range c.EphemeralResources {
+		s.ephemeral[schema.ParseGroupResource(r)] = true
+	}
+	if s.pki, err = pki.Ensure(filepath.Join(c.DataDir, "pki"), []string{c.externalHost()}); err != nil {
+		return nil, fmt.Errorf("certificates: %w", err)
+	}
+	if s.etcd, err = startEtcdBackend(filepath.Join(c.DataDir, "etcd"), c.EtcdServers); err != nil {
+		return nil, err
+	}
+	s.clients = storage.Clients{Ephemeral: s.etcd.client, Git: s.etcd.client, GitPrefix: "/primary"}
+	if c.Storage == StorageGit {
+		if s.git, err = startGitBackend(filepath.Join(c.DataDir, "heavens.git")); err != nil {
+			return nil, err
+		}
+		s.clients.Git, s.clients.GitPrefix = s.git.client, ""
+	}
+
+	s.listener, err = net.Listen("tcp", net.JoinHostPort(c.BindAddress, strconv.Itoa(c.SecurePort)))
+	if err != nil {
+		return nil, err
+	}
+	s.heavens = newHeavens(s.newHeaven, c.IdleTimeout, s.metrics)
+	s.heavens.onStop = s.heavenStopped
+	s.heavens.allowed = s.allowed
+	s.front = &front{
+		heavens: s.heavens,
+		authn:   x509request.New(x509request.DefaultVerifyOptions(), x509request.CommonNameUserConversion),
+		root:    s.rootHandler(),
+		public:  map[string]bool{"/healthz": true, "/livez": true, "/readyz": true, "/version": true},
+		metrics: s.metrics,
+	}
+	s.front.authn = x509request.New(verifyOptions(s.pki), x509request.CommonNameUserConversion)
+	if err := s.pki.WriteKubeconfig(s.KubeconfigPath(), s.URL(), RootHeaven, "default"); err != nil {
+		return nil, fmt.Errorf("writing %s: %w", s.KubeconfigPath(), err)
+	}
+	return s, nil
+}
+
+// URL is the server's base URL, e.g. https://127.0.0.1:6443.
+func (s *Server) URL() string {
+	_, port, _ := net.SplitHostPort(s.listener.Addr().String())
+	return "https://" + net.JoinHostPort(s.cfg.externalHost(), port)
+}
+
+// KubeconfigPath is the admin kubeconfig written on start.
+func (s *Server) KubeconfigPath() string { return filepath.Join(s.cfg.DataDir, "admin.kubeconfig") }
+
+// Run serves until ctx ends, then shuts down within the shutdown timeout.
+func (s *Server) Run(ctx context.Context) error {
+	logger := klog.FromContext(ctx)
+	tlsServer := &http.Server{
+		Handler: s.front,
+		TLSConfig: &tls.Config{
+			MinVersion:   tls.VersionTLS12,
+			Certificates: []tls.Certificate{s.pki.Serving},
+			ClientAuth:   tls.RequestClientCert, // verified by the authenticator
+			NextProtos:   []string{"h2", "http/1.1"},
+		},
+		ReadHeaderTimeout: 32 * time.Second,
+		MaxHeaderBytes:    1 << 20,
+	}
+	memServer := &http.Server{
+		Handler:     s.front,
+		ConnContext: func(ctx context.Context, _ net.Conn) context.Context { return withLoopback(ctx) },
+	}
+	errs := make(chan error, 2)
+	go func() { errs <- tlsServer.ServeTLS(s.listener, "", "") }()
+	go func() { errs <- memServer.Serve(s.mem) }()
+
+	runCtx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	err := s.serve(runCtx, errs, &wg)
+	cancel()
+	wg.Wait()
+
+	shutdownCtx, done := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+	defer done()
+	logger.Info("Shutting down")
+	_ = tlsServer.Shutdown(shutdownCtx)
+	s.heavens.stopAll(shutdownCtx)
+	_ = memServer.Shutdown(shutdownCtx)
+	s.close(shutdownCtx)
+	return err
+}
+
+// serve starts the root heaven and the background loops, and returns when
+// ctx ends or a listener fails.
+func (s *Server) serve(ctx context.Context, errs <-chan error, wg *sync.WaitGroup) error {
+	ctrl, err := s.startRoot(ctx)
+	if err != nil {
+		return err
+	}
+	s.heavenCtrl.Store(ctrl)
+	wg.Add(2)
+	go func() { defer wg.Done(); s.heavens.runEvictor(ctx) }()
+	go func() { defer wg.Done(); s.runCompactor(ctx) }()
+	klog.FromContext(ctx).Info("Serving heavens", "url", s.URL()+ClustersPrefix+"<name>", "kubeconfig", s.KubeconfigPath(), "storage", s.cfg.Storage)
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-errs:
+		return fmt.Errorf("serving: %w", err)
+	}
+}
+
+func (s *Server) close(ctx context.Context) {
+	if s.listener != nil {
+		_ = s.listener.Close()
+	}
+	_ = s.mem.Close()
+	if s.git != nil {
+		s.git.close(ctx)
+	}
+	if s.etcd != nil {
+		s.etcd.close()
+	}
+}
+
+// allowed says whether heaven name may start: root always; others if
+// heavens are created on first use or a Heaven object names them.
+func (s *Server) allowed(ctx context.Context, name string) (bool, error) {
+	if name == RootHeaven || s.cfg.AutoCreateHeavens {
+		return true, nil
+	}
+	ctrl := s.heavenCtrl.Load()
+	if ctrl == nil {
+		return false, errors.New("heaven-server is starting")
+	}
+	return ctrl.Exists(ctx, name)
+}
+
+// newHeaven builds the API server of heaven name.
+func (s *Server) newHeaven(name string) (*heavenapi.Server, error) {
+	_, port, _ := net.SplitHostPort(s.listener.Addr().String())
+	return heavenapi.New(heavenapi.Config{
+		Name:            name,
+		Clients:         s.clients,
+		Ephemeral:       func(gr schema.GroupResource) bool { return s.ephemeral[gr] },
+		Loopback:        s.loopbackConfig(name),
+		ExternalAddress: net.JoinHostPort(s.cfg.externalHost(), port),
+	})
+}
+
+// loopbackConfig reaches heaven name through the in-memory listener.
+func (s *Server) loopbackConfig(name string) *rest.Config {
+	return &rest.Config{
+		Host:        "http://heaven-loopback" + ClustersPrefix + name,
+		Dial:        s.mem.DialContext,
+		QPS:         1000,
+		Burst:       2000,
+		UserAgent:   "heaven-server/" + name,
+		ContentConfig: rest.ContentConfig{ContentType: "application/json"},
+	}
+}
+
+// heavenStopped releases what a stopped heaven held in the stores.
+func (s *Server) heavenStopped(name string) {
+	if s.git != nil {
+		if err := s.git.repo.CloseBranch(name); err != nil {
+			klog.ErrorS(err, "Closing branch", "heaven", name)
+		}
+	}
+}

@@ -1,0 +1,108 @@
+// Package storage gives a heaven's API server its storage: every resource of
+// every heaven goes through k8s.io/apiserver's etcd3 store, unchanged, over
+// one of two shared etcd v3 clients — the git store's facade (prefix mode, a
+// heaven's keys under "/<heaven>/", so its objects land on branch <heaven>)
+// or the etcd that holds ephemeral resources (under "/ephemeral/<heaven>/").
+//
+// The stores of all heavens share these two clients: the storage factory of
+// k8s.io/apiserver would dial one connection per resource and heaven.
+package storage
+
+import (
+	"fmt"
+	"path"
+
+	clientv3k "go.etcd.io/etcd/client/v3/kubernetes"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/registry/generic"
+	apistorage "k8s.io/apiserver/pkg/storage"
+	"k8s.io/apiserver/pkg/storage/etcd3"
+	"k8s.io/apiserver/pkg/storage/storagebackend"
+	"k8s.io/apiserver/pkg/storage/storagebackend/factory"
+	"k8s.io/apiserver/pkg/storage/value/encrypt/identity"
+	"k8s.io/client-go/tools/cache"
+)
+
+// EphemeralPrefix is the key prefix of all heavens in the ephemeral etcd.
+const EphemeralPrefix = "/ephemeral"
+
+// Clients are the two etcd v3 clients every heaven's stores share.
+type Clients struct {
+	// Git reaches the git store's etcd v3 facade in prefix mode.
+	Git *clientv3k.Client
+	// GitPrefix goes before "/<heaven>" on Git: empty for the git store
+	// (the heaven names the branch), "/primary" when Git is an etcd.
+	GitPrefix string
+	// Ephemeral reaches the etcd that holds ephemeral resources.
+	Ephemeral *clientv3k.Client
+}
+
+// CodecFunc returns the storage codec of a resource and the versioner that
+// names the version it is stored in.
+type CodecFunc func(gr schema.GroupResource) (runtime.Codec, runtime.GroupVersioner, error)
+
+// Getter is one heaven's generic.RESTOptionsGetter.
+type Getter struct {
+	Heaven    string
+	Clients   Clients
+	Codec     CodecFunc
+	Ephemeral func(schema.GroupResource) bool
+}
+
+var _ generic.RESTOptionsGetter = (*Getter)(nil)
+
+// GetRESTOptions places resource group/resource of the heaven at key
+// "<prefix>/<group or core>/<resource>/", so that on the git branch an object
+// is the file "<group or core>/<resource>/<namespace>/<name>.json".
+func (g *Getter) GetRESTOptions(gr schema.GroupResource, _ runtime.Object) (generic.RESTOptions, error) {
+	codec, versioner, err := g.Codec(gr)
+	if err != nil {
+		return generic.RESTOptions{}, fmt.Errorf("storage codec of %s: %w", gr, err)
+	}
+	client, prefix := g.Clients.Git, g.Clients.GitPrefix+"/"+g.Heaven
+	if g.Ephemeral != nil && g.Ephemeral(gr) {
+		client, prefix = g.Clients.Ephemeral, path.Join(EphemeralPrefix, g.Heaven)
+	}
+	group := gr.Group
+	if group == "" {
+		group = "core"
+	}
+	return generic.RESTOptions{
+		StorageConfig: &storagebackend.ConfigForResource{
+			Config: storagebackend.Config{
+				Type:               storagebackend.StorageTypeETCD3,
+				Prefix:             prefix,
+				Codec:              codec,
+				EncodeVersioner:    versioner,
+				LeaseManagerConfig: etcd3.NewDefaultLeaseManagerConfig(),
+			},
+			GroupResource: gr,
+		},
+		Decorator:               sharedClientStorage(client),
+		EnableGarbageCollection: false,
+		DeleteCollectionWorkers: 1,
+		ResourcePrefix:          group + "/" + gr.Resource,
+	}, nil
+}
+
+// sharedClientStorage builds an etcd3 store over an existing client, without
+// a watch cache: both backends answer ranges from memory, and a cache per
+// resource and heaven would cost more than it saves. Compaction is not the
+// API server's job here (the git store's branches are compacted by
+// heaven-server), so the store gets no compactor.
+func sharedClientStorage(client *clientv3k.Client) generic.StorageDecorator {
+	return func(config *storagebackend.ConfigForResource, resourcePrefix string,
+		_ func(obj runtime.Object) (string, error), newFunc, newListFunc func() runtime.Object,
+		_ apistorage.AttrFunc, _ apistorage.IndexerFuncs, _ *cache.Indexers,
+	) (apistorage.Interface, factory.DestroyFunc, error) {
+		versioner := apistorage.APIObjectVersioner{}
+		s, err := etcd3.New(client, nil, config.Codec, newFunc, newListFunc, config.Prefix, resourcePrefix,
+			config.GroupResource, identity.NewEncryptCheckTransformer(), config.LeaseManagerConfig,
+			etcd3.NewDefaultDecoder(config.Codec, versioner), versioner)
+		if err != nil {
+			return nil, nil, err
+		}
+		return s, s.Close, nil
+	}
+}
