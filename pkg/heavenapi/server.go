@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 
 	builtin "github.com/heaven-dev/heaven/pkg/builtin"
+	"github.com/heaven-dev/heaven/pkg/controllers/namespacedeletion"
 	"github.com/heaven-dev/heaven/pkg/server/storage"
 )
 
@@ -75,6 +76,14 @@ func New(c Config) (*Server, error) {
 		s.Destroy()
 		return nil, fmt.Errorf("heaven %s: built-in groups: %w", c.Name, err)
 	}
+	s.AddPostStartHookOrDie("heaven-namespace-deletion", func(hc genericapiserver.PostStartHookContext) error {
+		ctrl, err := namespacedeletion.New(hc.LoopbackClientConfig)
+		if err != nil {
+			return err
+		}
+		go ctrl.Run(hc.Context, 1)
+		return nil
+	})
 	kube, err := kubernetes.NewForConfig(c.Loopback)
 	if err != nil {
 		s.Destroy()

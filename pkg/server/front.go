@@ -17,6 +17,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
 	"k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/endpoints/responsewriter"
 	"k8s.io/klog/v2"
 )
 
@@ -87,12 +88,13 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.root.ServeHTTP(w, r)
 		return
 	}
-	name, rest, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, ClustersPrefix), "/")
+	// The name is checked as sent: an escaped "/" or "." in it is no name.
+	name, _, _ := strings.Cut(strings.TrimPrefix(r.URL.EscapedPath(), ClustersPrefix), "/")
 	if err := ValidateHeavenName(name); err != nil {
 		writeStatus(w, r, apierrors.NewBadRequest(err.Error()))
 		return
 	}
-	f.serveHeaven(w, r, name, "/"+rest)
+	f.serveHeaven(w, r, name, strings.TrimPrefix(r.URL.Path, ClustersPrefix+name))
 }
 
 // serveHeaven hands a request to the heaven's API server. Requests from
@@ -101,7 +103,13 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (f *front) serveHeaven(w http.ResponseWriter, r *http.Request, name, path string) {
 	external := !isLoopback(r.Context())
 	began := time.Now()
-	srv, release, err := f.heavens.acquire(r.Context(), name, external, external)
+	acquire := f.heavens.acquire
+	if !external {
+		// A heaven's own controllers never start it: after it stopped, their
+		// last requests would start it again, forever.
+		acquire = f.heavens.acquireRunning
+	}
+	srv, release, err := acquire(r.Context(), name, external, external)
 	if err != nil {
 		switch {
 		case errors.Is(err, errUnknownHeaven):
@@ -116,6 +124,9 @@ func (f *front) serveHeaven(w http.ResponseWriter, r *http.Request, name, path s
 	defer release()
 
 	r2 := r.Clone(r.Context())
+	if path == "" {
+		path = "/"
+	}
 	r2.URL.Path = path
 	r2.URL.RawPath = ""
 	if !external {
@@ -127,7 +138,7 @@ func (f *front) serveHeaven(w http.ResponseWriter, r *http.Request, name, path s
 		verb = "WATCH"
 	}
 	rw := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
-	srv.Handler().ServeHTTP(rw, r2)
+	srv.Handler().ServeHTTP(responsewriter.WrapForHTTP1Or2(rw), r2)
 	f.metrics.requests.WithLabelValues(name, verb, strconv.Itoa(rw.code)).Inc()
 	if verb != "WATCH" {
 		f.metrics.requestLatency.WithLabelValues(name, verb).Observe(time.Since(began).Seconds())
@@ -141,8 +152,10 @@ func writeStatus(w http.ResponseWriter, _ *http.Request, err apierrors.APIStatus
 	responsewriters.WriteRawJSON(int(st.Code), st, w)
 }
 
-// statusRecorder remembers the response code; Unwrap lets
-// http.ResponseController reach Flush and friends of the real writer.
+// statusRecorder remembers the response code. It is wrapped with
+// responsewriter.WrapForHTTP1Or2, which gives it the Flush, CloseNotify
+// (and for HTTP/1, Hijack) of the writer it wraps, as the API server's
+// watch handler needs.
 type statusRecorder struct {
 	http.ResponseWriter
 	code        int
@@ -154,12 +167,6 @@ func (s *statusRecorder) WriteHeader(code int) {
 		s.code, s.wroteHeader = code, true
 	}
 	s.ResponseWriter.WriteHeader(code)
-}
-
-func (s *statusRecorder) Flush() {
-	if f, ok := s.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
 }
 
 func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }

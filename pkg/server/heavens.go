@@ -16,6 +16,9 @@ import (
 // allowed to start (see heavens.allowed).
 var errUnknownHeaven = errors.New("heaven not found")
 
+// errNotRunning answers a heaven's own controllers once it has stopped.
+var errNotRunning = errors.New("heaven is not running")
+
 // heavens starts heavens on their first request and stops them when idle,
 // so that the number of heavens is bounded by disk, not memory.
 //
@@ -99,6 +102,19 @@ func (hs *heavens) acquire(ctx context.Context, name string, count, waitReady bo
 		}
 	}
 	return h.server, release, nil
+}
+
+// acquireRunning is acquire for a heaven that is already running: it never
+// starts one, and refuses one that is stopping.
+func (hs *heavens) acquireRunning(ctx context.Context, name string, count, waitReady bool) (*heavenapi.Server, func(), error) {
+	hs.mu.Lock()
+	h, ok := hs.running[name]
+	running := ok && !h.stopping
+	hs.mu.Unlock()
+	if !running {
+		return nil, nil, errNotRunning
+	}
+	return hs.acquire(ctx, name, count, waitReady)
 }
 
 // entry finds or creates the registry entry of a heaven.

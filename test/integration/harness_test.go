@@ -15,12 +15,14 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
 	"github.com/heaven-dev/heaven/pkg/server"
 )
 
@@ -161,5 +163,9 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() (b
 		t.Fatalf("%s: not within %s (last error: %v)", what, timeout, last)
 	}
 }
+
+var heavensGVR = v1alpha1.HeavensResource
+
+func listOptions() metav1.ListOptions { return metav1.ListOptions{} }
 
 var _ = fmt.Sprintf

@@ -1,0 +1,158 @@
+// Package namespacedeletion empties terminating namespaces of one heaven and
+// then releases them, as kube-controller-manager's namespace controller does.
+package namespacedeletion
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+)
+
+// Name is the controller's name in logs, its queue and its user agent.
+const Name = "namespace-deletion"
+
+// Retry delays: objects with finalizers can take a while to go, so the
+// backoff is capped to keep polling for them.
+const (
+	retryBaseDelay = 5 * time.Millisecond
+	retryMaxDelay  = 30 * time.Second
+)
+
+// Controller deletes the content of terminating namespaces and then removes
+// the "kubernetes" finalizer from them.
+type Controller struct {
+	httpClient *http.Client
+	informers  informers.SharedInformerFactory
+	lister     corelisters.NamespaceLister
+	synced     cache.InformerSynced
+	queue      workqueue.TypedRateLimitingInterface[string]
+	reconciler *reconciler
+}
+
+// New returns a controller for the heaven that cfg (its loopback config) reaches.
+func New(cfg *rest.Config) (*Controller, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg = rest.AddUserAgent(cfg, Name)
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	client, err := kubernetes.NewForConfigAndClient(cfg, httpClient)
+	if err != nil {
+		return nil, err
+	}
+	meta, err := metadata.NewForConfigAndClient(cfg, httpClient)
+	if err != nil {
+		return nil, err
+	}
+	factory := informers.NewSharedInformerFactory(client, 0)
+	namespaces := factory.Core().V1().Namespaces()
+	c := &Controller{
+		httpClient: httpClient,
+		informers:  factory,
+		lister:     namespaces.Lister(),
+		synced:     namespaces.Informer().HasSynced,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[string](retryBaseDelay, retryMaxDelay),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name}),
+		reconciler: newReconciler(client, meta),
+	}
+	_, err = namespaces.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueue,
+		UpdateFunc: func(_, obj interface{}) { c.enqueue(obj) },
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// enqueue queues namespaces being deleted; deleted ones need nothing more.
+func (c *Controller) enqueue(obj interface{}) {
+	ns, ok := obj.(*corev1.Namespace)
+	if !ok || ns.DeletionTimestamp == nil {
+		return
+	}
+	c.queue.Add(ns.Name)
+}
+
+// Run starts the informer and workers and blocks until ctx is done; when it
+// returns, its goroutines have stopped. Run may be called once.
+func (c *Controller) Run(ctx context.Context, workers int) {
+	defer utilruntime.HandleCrash()
+	logger := klog.FromContext(ctx).WithValues("controller", Name)
+	ctx = klog.NewContext(ctx, logger)
+
+	// Deferred in reverse: stop the queue, wait for workers, stop informers.
+	defer c.httpClient.CloseIdleConnections()
+	c.informers.Start(ctx.Done())
+	defer c.informers.Shutdown()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer c.queue.ShutDown()
+
+	logger.Info("Starting controller")
+	defer logger.Info("Stopped controller")
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
+		return
+	}
+	for range workers {
+		wg.Go(func() { wait.UntilWithContext(ctx, c.runWorker, time.Second) })
+	}
+	<-ctx.Done()
+}
+
+func (c *Controller) runWorker(ctx context.Context) {
+	for c.processNextItem(ctx) {
+	}
+}
+
+func (c *Controller) processNextItem(ctx context.Context) bool {
+	name, shutdown := c.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer c.queue.Done(name)
+	logger := klog.FromContext(ctx).WithValues("namespace", name)
+	err := c.sync(klog.NewContext(ctx, logger), name)
+	var remaining *contentRemainingError
+	switch {
+	case err == nil:
+		c.queue.Forget(name)
+	case errors.As(err, &remaining):
+		logger.V(4).Info("Waiting for namespace content to go", "remaining", remaining.count)
+		c.queue.AddRateLimited(name)
+	default:
+		utilruntime.HandleErrorWithContext(ctx, err, "Deleting namespace content failed; will retry", "namespace", name)
+		c.queue.AddRateLimited(name)
+	}
+	return true
+}
+
+// sync works on a copy: objects in the informer's cache are shared.
+func (c *Controller) sync(ctx context.Context, name string) error {
+	ns, err := c.lister.Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("get namespace %s from cache: %w", name, err)
+	}
+	return c.reconciler.reconcile(ctx, ns.DeepCopy())
+}
