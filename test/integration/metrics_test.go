@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 )
 
@@ -34,3 +35,5 @@ func scrapeMetric(ts *testServer, name string) (string, error) {
 	}
 	return "", fmt.Errorf("metric %s not found", name)
 }
+
+func everything() labels.Selector { return labels.Everything() }
