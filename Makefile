@@ -20,6 +20,9 @@ RUN_FLAGS ?=
 # make bench-store: flags for hack/bench-store (see its -help).
 BENCH_FLAGS ?=
 
+# make bench-server: flags for hack/bench-server (see its -help).
+BENCH_SERVER_FLAGS ?=
+
 # make test runs the crash test with this many kills; test-crash-long with 60.
 CRASH_KILLS ?= 5
 
@@ -50,7 +53,7 @@ OPENAPI_PKGS := \
 OPENAPI_OUT := pkg/generated/openapi
 
 .PHONY: all help build test vet test-unit test-conformance test-conformance-etcd \
-	test-crash test-crash-long test-integration bench-store run clean
+	test-crash test-crash-long test-integration bench-store bench-server run clean
 .PHONY: tools generate
 
 all: build
@@ -63,6 +66,7 @@ help:
 	@echo "make test-conformance-etcd  the conformance suite against a real embedded etcd, for comparison"
 	@echo "make test-crash-long        the crash test with 60 kill -9s"
 	@echo "make bench-store            git store vs embedded etcd under the same client load"
+	@echo "make bench-server           heaven-server end to end: git vs etcd storage, memory per heaven, cold starts"
 	@echo "make tools                  build kubectl and openapi-gen from hack/tools into .cache/bin"
 	@echo "make generate               regenerate $(OPENAPI_OUT)/zz_generated.openapi.go with openapi-gen"
 	@echo "make clean                  remove bin/ and .cache/ (not the data in $(DATA_DIR))"
@@ -103,6 +107,10 @@ test-crash-long:
 bench-store:
 	$(GO) build -o $(BIN)/bench-store ./hack/bench-store
 	$(BIN)/bench-store $(BENCH_FLAGS)
+
+bench-server:
+	$(GO) build -o $(BIN)/bench-server ./hack/bench-server
+	$(BIN)/bench-server $(BENCH_SERVER_FLAGS)
 
 run: build
 	$(BIN)/heaven-server --data-dir $(DATA_DIR) $(RUN_FLAGS)

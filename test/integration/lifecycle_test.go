@@ -210,3 +210,22 @@ func TestAuthenticationAndNames(t *testing.T) {
 	code, _ = get(admin, "/metrics")
 	assert.Equal(t, http.StatusOK, code)
 }
+
+// TestConcurrentHeavenStarts: heavens started at the same moment share no
+// mutable state (run with -race).
+func TestConcurrentHeavenStarts(t *testing.T) {
+	ts := startServer(t, "", nil)
+	const n = 6
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			name := "parallel-" + strconv.Itoa(i)
+			_, err := ts.kube(name).CoreV1().ConfigMaps("default").Create(context.Background(),
+				&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.CreateOptions{})
+			errs <- err
+		}()
+	}
+	for range n {
+		require.NoError(t, <-errs)
+	}
+}

@@ -1,0 +1,719 @@
+// Command bench-server runs heaven-server in this process and measures it
+// end to end, through client-go over HTTPS, as a user of many heavens would.
+//
+// Two phases:
+//
+//	load   for each storage backend (--storage=git, then --storage=etcd, each
+//	       on a fresh data directory, alternating which goes first), N heavens
+//	       with M configmap writers each plus one widget (CR) writer each,
+//	       then the same number of readers (9 in 10 get one configmap, 1 in
+//	       10 lists them). Successful operations per second; the medians of
+//	       the runs and git/etcd ratios are reported.
+//	scale  git only. A server with a short idle timeout first creates the
+//	       heavens that will be stopped (one configmap each; they idle out as
+//	       it goes). Then a server with a long idle timeout on the same data
+//	       creates the active heavens (a CRD, 3 configmaps and a widget each)
+//	       and the process RSS is measured before and after. Finally the
+//	       first request to 20 stopped heavens is timed (cold start).
+//
+// The last line is
+//
+//	RESULT write_ratio=… read_ratio=… active_heaven_mib=… heavens=… active=… rss_gib=… cold_start_ms_p50=…
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+
+	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
+	"github.com/heaven-dev/heaven/pkg/server"
+)
+
+type config struct {
+	heavens      int
+	writers      int
+	keys         int
+	duration     time.Duration
+	runs         int
+	scaleHeavens int
+	scaleActive  int
+	coldStarts   int
+	parallel     int
+	shortIdle    time.Duration
+	phases       string
+	keep         bool
+	verbose      bool
+}
+
+const ns = "default"
+
+var widgetsGVR = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+
+func main() {
+	var cfg config
+	flag.IntVar(&cfg.heavens, "heavens", 4, "load phase: heavens loaded at the same time")
+	flag.IntVar(&cfg.writers, "writers", 4, "load phase: configmap writers per heaven (and readers per heaven in the read phase); each heaven also gets one widget writer")
+	flag.IntVar(&cfg.keys, "keys", 50, "load phase: distinct configmaps (and widgets) per heaven")
+	flag.DurationVar(&cfg.duration, "duration", 10*time.Second, "load phase: length of the write phase and of the read phase of each run")
+	flag.IntVar(&cfg.runs, "runs", 3, "load phase: runs per backend, alternating git and etcd; medians are reported")
+	flag.IntVar(&cfg.scaleHeavens, "scale-heavens", 10000, "scale phase: heavens that exist at the end (active ones included)")
+	flag.IntVar(&cfg.scaleActive, "scale-active", 1000, "scale phase: heavens kept running, each with a CRD, 3 configmaps and a widget")
+	flag.IntVar(&cfg.coldStarts, "cold-starts", 20, "scale phase: stopped heavens whose first request is timed")
+	flag.IntVar(&cfg.parallel, "parallel", 8, "scale phase: heavens created concurrently")
+	flag.DurationVar(&cfg.shortIdle, "short-idle", 2*time.Second, "scale phase: idle timeout of the server that creates the heavens that end up stopped")
+	flag.StringVar(&cfg.phases, "phases", "load,scale", "phases to run, comma-separated (a phase not run reports 0 in RESULT)")
+	flag.BoolVar(&cfg.keep, "keep", false, "keep the data directories (their paths are printed)")
+	flag.BoolVar(&cfg.verbose, "verbose", false, "show heaven-server's log")
+	flag.Usage = func() {
+		fmt.Fprintf(flag.CommandLine.Output(), "Usage: bench-server [flags]\n\n"+
+			"Runs heaven-server in this process and measures it through client-go:\n"+
+			"git vs etcd storage under the same load, then memory per active heaven,\n"+
+			"number of heavens and cold start time with the git storage.\n\nFlags:\n")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	if cfg.heavens < 1 || cfg.writers < 1 || cfg.keys < 1 || cfg.runs < 1 || cfg.scaleActive < 0 || cfg.scaleHeavens < cfg.scaleActive || cfg.parallel < 1 {
+		fmt.Fprintln(os.Stderr, "bench-server: -heavens, -writers, -keys, -runs, -parallel must be positive and -scale-heavens >= -scale-active >= 0")
+		os.Exit(2)
+	}
+	if !cfg.verbose {
+		// heaven-server's log (and the API servers' errors about requests
+		// the benchmark cancels at the end of a phase) would drown the
+		// results.
+		klog.SetLogger(logr.Discard())
+	}
+	phases := map[string]bool{}
+	for _, p := range strings.Split(cfg.phases, ",") {
+		phases[strings.TrimSpace(p)] = true
+	}
+
+	var res struct {
+		writeRatio, readRatio, activeMiB, rssGiB, coldP50 float64
+		heavens, active                                   int
+	}
+	if phases["load"] {
+		w, r, err := loadPhase(cfg)
+		if err != nil {
+			fail(err)
+		}
+		res.writeRatio, res.readRatio = w, r
+	}
+	if phases["scale"] {
+		s, err := scalePhase(cfg)
+		if err != nil {
+			fail(err)
+		}
+		res.activeMiB, res.rssGiB, res.coldP50, res.heavens, res.active = s.activeMiB, s.rssGiB, s.coldP50, s.heavens, s.active
+	}
+	fmt.Printf("RESULT write_ratio=%.2f read_ratio=%.2f active_heaven_mib=%.2f heavens=%d active=%d rss_gib=%.2f cold_start_ms_p50=%.2f\n",
+		res.writeRatio, res.readRatio, res.activeMiB, res.heavens, res.active, res.rssGiB, res.coldP50)
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "bench-server:", err)
+	os.Exit(1)
+}
+
+// ---- the server ----
+
+type benchServer struct {
+	dataDir string
+	keep    bool
+	url     string
+	base    *rest.Config
+	cancel  context.CancelFunc
+	done    chan error
+}
+
+// startServer runs heaven-server on a free port with its data in dataDir
+// (a new temporary directory if empty) and waits until the root heaven
+// serves Heaven objects.
+func startServer(storage string, idle time.Duration, dataDir string, keep bool) (*benchServer, error) {
+	if dataDir == "" {
+		d, err := os.MkdirTemp("", "bench-server-"+storage+"-")
+		if err != nil {
+			return nil, err
+		}
+		dataDir = d
+	}
+	o := server.NewOptions()
+	o.DataDir = dataDir
+	o.SecurePort = 0
+	o.Storage = storage
+	o.IdleTimeout = idle
+	if errs := o.Validate(); len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	c, err := o.Config()
+	if err != nil {
+		return nil, err
+	}
+	s, err := c.Complete().New()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	bs := &benchServer{dataDir: dataDir, keep: keep, url: s.URL(), cancel: cancel, done: make(chan error, 1)}
+	go func() { bs.done <- s.Run(ctx) }()
+	bs.base, err = clientcmd.BuildConfigFromFlags(bs.url, s.KubeconfigPath())
+	if err != nil {
+		bs.stop()
+		return nil, err
+	}
+	bs.base.QPS, bs.base.Burst = -1, 0 // no client-side rate limit
+	dyn := dynamic.NewForConfigOrDie(bs.restConfig(server.RootHeaven))
+	err = wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 120*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := dyn.Resource(v1alpha1.HeavensResource).List(ctx, metav1.ListOptions{})
+		return err == nil, nil
+	})
+	if err != nil {
+		bs.stop()
+		return nil, fmt.Errorf("root heaven not serving: %w", err)
+	}
+	return bs, nil
+}
+
+func (bs *benchServer) stop() {
+	if bs.cancel == nil {
+		return
+	}
+	bs.cancel()
+	bs.cancel = nil
+	select {
+	case err := <-bs.done:
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench-server: heaven-server:", err)
+		}
+	case <-time.After(120 * time.Second):
+		fmt.Fprintln(os.Stderr, "bench-server: heaven-server did not stop within 120s")
+	}
+}
+
+func (bs *benchServer) remove() {
+	if bs.keep {
+		fmt.Println("# kept data dir", bs.dataDir)
+		return
+	}
+	_ = os.RemoveAll(bs.dataDir)
+}
+
+// restConfig is the admin's config for heaven name.
+func (bs *benchServer) restConfig(name string) *rest.Config {
+	c := rest.CopyConfig(bs.base)
+	c.Host = bs.url + server.ClustersPrefix + name
+	return c
+}
+
+// activeHeavens reads heaven_active_heavens from /metrics.
+func (bs *benchServer) activeHeavens() (int, error) {
+	tlsCfg, err := rest.TLSConfigFor(bs.base)
+	if err != nil {
+		return 0, err
+	}
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsCfg}, Timeout: 30 * time.Second}
+	resp, err := hc.Get(bs.url + "/metrics")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "heaven_active_heavens "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return int(f), err
+		}
+	}
+	return 0, fmt.Errorf("no heaven_active_heavens in /metrics (status %s)", resp.Status)
+}
+
+// ---- heavens' contents ----
+
+func widgetCRD() *apiextensionsv1.CustomResourceDefinition {
+	return &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "widgets.example.com"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "example.com",
+			Scope: apiextensionsv1.NamespaceScoped,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Singular: "widget", Kind: "Widget", ListKind: "WidgetList"},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+				Name: "v1", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object",
+					Properties: map[string]apiextensionsv1.JSONSchemaProps{
+						"spec": {Type: "object", XPreserveUnknownFields: ptr(true)},
+					},
+				}},
+			}},
+		},
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func widget(name string, n int) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.com/v1",
+		"kind":       "Widget",
+		"metadata":   map[string]any{"name": name, "namespace": ns},
+		"spec":       map[string]any{"size": int64(n), "color": "blue"},
+	}}
+}
+
+func configMap(name string, n int) *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Data:       map[string]string{"n": strconv.Itoa(n), "payload": strings.Repeat("x", 64)},
+	}
+}
+
+// installCRD creates the widget CRD in a heaven and waits until widgets are
+// served.
+func installCRD(ctx context.Context, rc *rest.Config) error {
+	ext, err := apiextensionsclient.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	if _, err := ext.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, widgetCRD(), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating CRD: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	var last error
+	err = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, last = dyn.Resource(widgetsGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
+		return last == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("widgets not served: %v (last: %v)", err, last)
+	}
+	return nil
+}
+
+// ---- load phase ----
+
+type loadRun struct {
+	writes, cmWrites, crWrites, reads float64 // per second
+	writeErrs, readErrs               int64
+}
+
+func loadPhase(cfg config) (writeRatio, readRatio float64, err error) {
+	fmt.Printf("# load: %d heavens x (%d configmap writers + 1 widget writer), %d keys per heaven, %s per phase, %d runs per backend\n",
+		cfg.heavens, cfg.writers, cfg.keys, cfg.duration, cfg.runs)
+	results := map[string][]loadRun{}
+	for run := 0; run < cfg.runs; run++ {
+		order := []string{server.StorageGit, server.StorageEtcd}
+		if run%2 == 1 {
+			slices.Reverse(order)
+		}
+		for _, storage := range order {
+			r, err := loadOnce(cfg, storage)
+			if err != nil {
+				return 0, 0, fmt.Errorf("load run %d, %s: %w", run+1, storage, err)
+			}
+			fmt.Printf("run=%d storage=%s write_ops/s=%.1f (configmaps %.1f, widgets %.1f, errors %d) read_ops/s=%.1f (errors %d)\n",
+				run+1, storage, r.writes, r.cmWrites, r.crWrites, r.writeErrs, r.reads, r.readErrs)
+			results[storage] = append(results[storage], r)
+		}
+	}
+	med := func(storage string, f func(loadRun) float64) float64 {
+		var v []float64
+		for _, r := range results[storage] {
+			v = append(v, f(r))
+		}
+		return median(v)
+	}
+	gw, ew := med(server.StorageGit, func(r loadRun) float64 { return r.writes }), med(server.StorageEtcd, func(r loadRun) float64 { return r.writes })
+	gr, er := med(server.StorageGit, func(r loadRun) float64 { return r.reads }), med(server.StorageEtcd, func(r loadRun) float64 { return r.reads })
+	fmt.Printf("median git write_ops/s=%.1f read_ops/s=%.1f; etcd write_ops/s=%.1f read_ops/s=%.1f\n", gw, gr, ew, er)
+	return ratio(gw, ew), ratio(gr, er), nil
+}
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+func loadOnce(cfg config, storage string) (loadRun, error) {
+	var r loadRun
+	bs, err := startServer(storage, time.Hour, "", cfg.keep)
+	if err != nil {
+		return r, err
+	}
+	defer bs.remove()
+	defer bs.stop()
+
+	type heavenClients struct {
+		kube kubernetes.Interface
+		dyn  dynamic.Interface
+	}
+	hcs := make([]heavenClients, cfg.heavens)
+	ctx := context.Background()
+	for i := range hcs {
+		rc := bs.restConfig(fmt.Sprintf("load-%d", i))
+		if err := installCRD(ctx, rc); err != nil {
+			return r, fmt.Errorf("heaven load-%d: %w", i, err)
+		}
+		hcs[i] = heavenClients{kubernetes.NewForConfigOrDie(rc), dynamic.NewForConfigOrDie(rc)}
+	}
+
+	// Write phase. Writer w of a heaven owns the keys k with k%writers == w,
+	// so its updates (with the resourceVersion it last saw) never conflict
+	// with another writer's; the widget writer owns every widget key.
+	var cmOps, crOps, wErrs atomic.Int64
+	wctx, cancel := context.WithTimeout(ctx, cfg.duration)
+	var wg sync.WaitGroup
+	began := time.Now()
+	for h := range hcs {
+		for w := 0; w < cfg.writers; w++ {
+			var own []int
+			for k := w; k < cfg.keys; k += cfg.writers {
+				own = append(own, k)
+			}
+			if len(own) == 0 {
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				cms := hcs[h].kube.CoreV1().ConfigMaps(ns)
+				seen := map[int]*corev1.ConfigMap{}
+				for n := 0; wctx.Err() == nil; n++ {
+					k := own[rand.IntN(len(own))]
+					var got *corev1.ConfigMap
+					var err error
+					if prev := seen[k]; prev == nil {
+						got, err = cms.Create(wctx, configMap(fmt.Sprintf("cm-%d", k), n), metav1.CreateOptions{})
+					} else {
+						next := prev.DeepCopy()
+						next.Data["n"] = strconv.Itoa(n)
+						got, err = cms.Update(wctx, next, metav1.UpdateOptions{})
+					}
+					if err != nil {
+						if wctx.Err() == nil {
+							wErrs.Add(1)
+							seen[k] = nil
+							if apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err) {
+								if cur, gerr := cms.Get(wctx, fmt.Sprintf("cm-%d", k), metav1.GetOptions{}); gerr == nil {
+									seen[k] = cur
+								}
+							}
+						}
+						continue
+					}
+					seen[k] = got
+					cmOps.Add(1)
+				}
+			}()
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ws := hcs[h].dyn.Resource(widgetsGVR).Namespace(ns)
+			seen := map[int]*unstructured.Unstructured{}
+			for n := 0; wctx.Err() == nil; n++ {
+				k := rand.IntN(cfg.keys)
+				var got *unstructured.Unstructured
+				var err error
+				if prev := seen[k]; prev == nil {
+					got, err = ws.Create(wctx, widget(fmt.Sprintf("w-%d", k), n), metav1.CreateOptions{})
+				} else {
+					next := prev.DeepCopy()
+					_ = unstructured.SetNestedField(next.Object, int64(n), "spec", "size")
+					got, err = ws.Update(wctx, next, metav1.UpdateOptions{})
+				}
+				if err != nil {
+					if wctx.Err() == nil {
+						wErrs.Add(1)
+						seen[k] = nil
+						if apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err) {
+							if cur, gerr := ws.Get(wctx, fmt.Sprintf("w-%d", k), metav1.GetOptions{}); gerr == nil {
+								seen[k] = cur
+							}
+						}
+					}
+					continue
+				}
+				seen[k] = got
+				crOps.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	wsecs := time.Since(began).Seconds()
+	cancel()
+	r.cmWrites = float64(cmOps.Load()) / wsecs
+	r.crWrites = float64(crOps.Load()) / wsecs
+	r.writes = r.cmWrites + r.crWrites
+	r.writeErrs = wErrs.Load()
+
+	// Read phase: 9 in 10 gets of one configmap, 1 in 10 lists of all.
+	var rOps, rErrs atomic.Int64
+	rctx, cancel := context.WithTimeout(ctx, cfg.duration)
+	defer cancel()
+	began = time.Now()
+	for h := range hcs {
+		for w := 0; w < cfg.writers; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				cms := hcs[h].kube.CoreV1().ConfigMaps(ns)
+				for rctx.Err() == nil {
+					var err error
+					if rand.IntN(10) == 0 {
+						_, err = cms.List(rctx, metav1.ListOptions{})
+					} else {
+						_, err = cms.Get(rctx, fmt.Sprintf("cm-%d", rand.IntN(cfg.keys)), metav1.GetOptions{})
+						if apierrors.IsNotFound(err) {
+							err = nil // a key no writer reached in time: still a served read
+						}
+					}
+					if err != nil {
+						if rctx.Err() == nil {
+							rErrs.Add(1)
+						}
+						continue
+					}
+					rOps.Add(1)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	r.reads = float64(rOps.Load()) / time.Since(began).Seconds()
+	r.readErrs = rErrs.Load()
+	return r, nil
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// ---- scale phase ----
+
+type scaleResult struct {
+	activeMiB, rssGiB, coldP50 float64
+	heavens, active            int
+}
+
+func scalePhase(cfg config) (scaleResult, error) {
+	var res scaleResult
+	stopped := cfg.scaleHeavens - cfg.scaleActive
+	fmt.Printf("# scale (git): %d heavens created then idled out (idle timeout %s), %d kept active (idle timeout 1h)\n",
+		stopped, cfg.shortIdle, cfg.scaleActive)
+	dataDir, err := os.MkdirTemp("", "bench-server-scale-")
+	if err != nil {
+		return res, err
+	}
+	ctx := context.Background()
+
+	// 1. Heavens that end up stopped: one configmap each, through a server
+	// that evicts them after shortIdle.
+	created := 0
+	if stopped > 0 {
+		bs, err := startServer(server.StorageGit, cfg.shortIdle, dataDir, true)
+		if err != nil {
+			return res, err
+		}
+		began := time.Now()
+		n, errs := forEach(stopped, cfg.parallel, func(i int) error {
+			kube, err := kubernetes.NewForConfig(bs.restConfig(stoppedName(i)))
+			if err != nil {
+				return err
+			}
+			_, err = kube.CoreV1().ConfigMaps(ns).Create(ctx, configMap("cm-0", i), metav1.CreateOptions{})
+			return err
+		}, func(done int) {
+			fmt.Printf("# stopped heavens: %d/%d created (%.1f/s)\n", done, stopped, float64(done)/time.Since(began).Seconds())
+		})
+		created += n
+		fmt.Printf("stopped_heavens_created=%d errors=%d seconds=%.1f\n", n, len(errs), time.Since(began).Seconds())
+		printErrs(errs)
+		bs.stop() // stops any heaven that has not idled out yet
+		if n == 0 && len(errs) > 0 {
+			return res, fmt.Errorf("no heaven could be created: %w", errs[0])
+		}
+	}
+
+	// 2. Active heavens on a server that keeps them running.
+	bs, err := startServer(server.StorageGit, time.Hour, dataDir, cfg.keep)
+	if err != nil {
+		return res, err
+	}
+	defer bs.remove()
+	defer bs.stop()
+	rssBefore := rss()
+	base, _ := bs.activeHeavens()
+	fmt.Printf("rss_before_mib=%.1f active_heavens_metric=%d\n", rssBefore/(1<<20), base)
+	began := time.Now()
+	n, errs := forEach(cfg.scaleActive, cfg.parallel, func(i int) error {
+		rc := bs.restConfig(activeName(i))
+		if err := installCRD(ctx, rc); err != nil {
+			return err
+		}
+		kube, err := kubernetes.NewForConfig(rc)
+		if err != nil {
+			return err
+		}
+		for k := 0; k < 3; k++ {
+			if _, err := kube.CoreV1().ConfigMaps(ns).Create(ctx, configMap(fmt.Sprintf("cm-%d", k), k), metav1.CreateOptions{}); err != nil {
+				return err
+			}
+		}
+		dyn, err := dynamic.NewForConfig(rc)
+		if err != nil {
+			return err
+		}
+		_, err = dyn.Resource(widgetsGVR).Namespace(ns).Create(ctx, widget("w-0", i), metav1.CreateOptions{})
+		return err
+	}, func(done int) {
+		fmt.Printf("# active heavens: %d/%d created (%.1f/s, rss %.0f MiB)\n", done, cfg.scaleActive, float64(done)/time.Since(began).Seconds(), rss()/(1<<20))
+	})
+	created += n
+	fmt.Printf("active_heavens_created=%d errors=%d seconds=%.1f\n", n, len(errs), time.Since(began).Seconds())
+	printErrs(errs)
+	rssAfter := rss()
+	metricActive, err := bs.activeHeavens()
+	if err != nil {
+		return res, err
+	}
+	// The metric counts root, which is always running.
+	res.active = metricActive - 1
+	if n > 0 {
+		res.activeMiB = (rssAfter - rssBefore) / (1 << 20) / float64(n)
+	}
+	res.rssGiB = rssAfter / (1 << 30)
+	res.heavens = created
+	fmt.Printf("rss_after_mib=%.1f active_heavens_metric=%d (root included)\n", rssAfter/(1<<20), metricActive)
+
+	// 3. Cold starts: the first request to heavens that exist but have not
+	// run in this server.
+	var cold []float64
+	for i := 0; i < cfg.coldStarts && i < stopped; i++ {
+		kube, err := kubernetes.NewForConfig(bs.restConfig(stoppedName(i)))
+		if err != nil {
+			return res, err
+		}
+		t0 := time.Now()
+		_, err = kube.CoreV1().ConfigMaps(ns).Get(ctx, "cm-0", metav1.GetOptions{})
+		d := time.Since(t0)
+		if err != nil {
+			fmt.Printf("cold start %s: %v\n", stoppedName(i), err)
+			continue
+		}
+		cold = append(cold, float64(d.Microseconds())/1000)
+	}
+	if len(cold) > 0 {
+		res.coldP50 = median(cold)
+		fmt.Printf("cold_starts=%d p50_ms=%.1f min_ms=%.1f max_ms=%.1f\n", len(cold), res.coldP50, slices.Min(cold), slices.Max(cold))
+	}
+	return res, nil
+}
+
+func stoppedName(i int) string { return fmt.Sprintf("idle-%05d", i) }
+func activeName(i int) string  { return fmt.Sprintf("active-%05d", i) }
+
+// forEach runs f(0..n-1) on parallel goroutines, reporting progress about
+// every 10%; it returns how many succeeded and the errors.
+func forEach(n, parallel int, f func(i int) error, progress func(done int)) (int, []error) {
+	var next, ok atomic.Int64
+	var mu sync.Mutex
+	var errs []error
+	step := int64(max(n/10, 1))
+	var wg sync.WaitGroup
+	for p := 0; p < parallel; p++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(n) {
+					return
+				}
+				if err := f(int(i)); err != nil {
+					mu.Lock()
+					errs = append(errs, fmt.Errorf("#%d: %w", i, err))
+					mu.Unlock()
+					continue
+				}
+				if d := ok.Add(1); d%step == 0 {
+					progress(int(d))
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return int(ok.Load()), errs
+}
+
+func printErrs(errs []error) {
+	for i, err := range errs {
+		if i == 5 {
+			fmt.Printf("  ... and %d more errors\n", len(errs)-5)
+			return
+		}
+		fmt.Println("  error:", err)
+	}
+}
+
+// rss is the process's resident set size in bytes, after returning what
+// the Go heap can to the OS.
+func rss() float64 {
+	runtime.GC()
+	debug.FreeOSMemory()
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			f := strings.Fields(v)
+			if len(f) > 0 {
+				kb, _ := strconv.ParseFloat(f[0], 64)
+				return kb * 1024
+			}
+		}
+	}
+	return 0
+}
