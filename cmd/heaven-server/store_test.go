@@ -45,12 +45,14 @@ func TestStoreOptionsValidate(t *testing.T) {
 	}
 }
 
-func TestRootCommandWithoutSubcommandSaysTheAPIServerIsNotBuilt(t *testing.T) {
+func TestRootCommandRejectsBadFlagsWithEveryProblem(t *testing.T) {
 	cmd := NewRootCommand()
-	cmd.SetArgs(nil)
+	cmd.SetArgs([]string{"--storage=s3", "--bind-address=nowhere", "--data-dir", t.TempDir()})
 	cmd.SetOut(new(nopWriter))
 	cmd.SetErr(new(nopWriter))
-	require.ErrorContains(t, cmd.Execute(), "not built yet")
+	err := cmd.Execute()
+	require.ErrorContains(t, err, "--storage")
+	require.ErrorContains(t, err, "--bind-address")
 }
 
 type nopWriter struct{}
