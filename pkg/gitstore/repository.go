@@ -20,6 +20,10 @@ type Options struct {
 	PollInterval time.Duration
 	// AuthorName and AuthorEmail sign the store's commits.
 	AuthorName, AuthorEmail string
+	// OnCommit, if set, is called after each durable group commit with
+	// the branch, the number of write requests it carried and how long
+	// making it durable took (for metrics; it must not block).
+	OnCommit func(branch string, requests int, took time.Duration)
 }
 
 func (o *Options) complete() {

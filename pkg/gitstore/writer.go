@@ -223,8 +223,12 @@ func (b *Branch) persist(batch []*writeRequest) error {
 		return err
 	}
 	if head != b.head {
+		began := time.Now()
 		if err := b.git.Commit(wb, b.ref, head, b.head); err != nil {
 			return err
+		}
+		if b.opts.OnCommit != nil {
+			b.opts.OnCommit(b.name, len(batch), time.Since(began))
 		}
 		b.mu.Lock() // Head() reads head
 		b.head, b.tree = head, b.mirror.root.hash

@@ -7,8 +7,8 @@ import (
 	"net/http"
 	"time"
 
-	apiextensionsapiserver "k8s.io/apiextensions-apiserver/pkg/apiserver"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsapiserver "k8s.io/apiextensions-apiserver/pkg/apiserver"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"

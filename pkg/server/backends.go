@@ -32,8 +32,12 @@ type gitBackend struct {
 	served chan error
 }
 
-func startGitBackend(dir string) (*gitBackend, error) {
-	repo, err := gitstore.Open(dir, gitstore.Options{})
+func startGitBackend(dir string, m *metrics) (*gitBackend, error) {
+	repo, err := gitstore.Open(dir, gitstore.Options{OnCommit: func(_ string, requests int, took time.Duration) {
+		m.gitCommits.Inc()
+		m.gitCommitWrites.Add(float64(requests))
+		m.gitCommitTime.Observe(took.Seconds())
+	}})
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", dir, err)
 	}

@@ -48,7 +48,9 @@ var loopbackUser = &user.DefaultInfo{Name: user.APIServerUser, Groups: []string{
 type loopbackKey struct{}
 
 // withLoopback marks a request context as coming from inside the process.
-func withLoopback(ctx context.Context) context.Context { return context.WithValue(ctx, loopbackKey{}, true) }
+func withLoopback(ctx context.Context) context.Context {
+	return context.WithValue(ctx, loopbackKey{}, true)
+}
 
 func isLoopback(ctx context.Context) bool { v, _ := ctx.Value(loopbackKey{}).(bool); return v }
 

@@ -30,7 +30,7 @@ type heavens struct {
 	// allowed says whether a heaven that is not running may start.
 	allowed func(ctx context.Context, name string) (bool, error)
 	// onStop runs after a heaven stopped (closes its git branch).
-	onStop      func(name string)
+	onStop func(name string)
 	// pinned heavens are never stopped for being idle (root: its Heaven
 	// controller watches it from inside the process).
 	pinned      map[string]bool

@@ -64,7 +64,7 @@ func serverMetrics() *metrics {
 			}),
 			gitCommitWrites: compmetrics.NewCounter(&compmetrics.CounterOpts{
 				Namespace: "heaven", Name: "git_commit_writes_total",
-				Help:           "Writes the git store committed (each keeps its own revision).",
+				Help:           "Write requests the git store committed (each keeps its own revision).",
 				StabilityLevel: compmetrics.ALPHA,
 			}),
 			gitCommitTime: compmetrics.NewHistogram(&compmetrics.HistogramOpts{

@@ -31,11 +31,14 @@ func (s *Server) startRoot(ctx context.Context) (*heavenctrl.Controller, error) 
 		return nil, err
 	}
 	ctrl := heavenctrl.New(dynamic.NewForConfigOrDie(cfg), heavenctrl.Branches{
-		Info:       s.branchInfo,
-		Fork:       s.fork,
-		Initialize: func(ctx context.Context, name string) error { _, _, err := s.heavens.acquire(ctx, name, false, true); return err },
-		Stop:       s.heavens.stopHeaven,
-		Delete:     s.deleteBranch,
+		Info: s.branchInfo,
+		Fork: s.fork,
+		Initialize: func(ctx context.Context, name string) error {
+			_, _, err := s.heavens.acquire(ctx, name, false, true)
+			return err
+		},
+		Stop:   s.heavens.stopHeaven,
+		Delete: s.deleteBranch,
 	}, time.Minute)
 	go ctrl.Run(ctx, 2)
 	return ctrl, nil

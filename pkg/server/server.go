@@ -93,7 +93,7 @@ func (c CompletedConfig) New() (_ *Server, err error) {
 	}
 	s.clients = storage.Clients{Ephemeral: s.etcd.client, Git: s.etcd.client, GitPrefix: "/primary"}
 	if c.Storage == StorageGit {
-		if s.git, err = startGitBackend(filepath.Join(c.DataDir, "heavens.git")); err != nil {
+		if s.git, err = startGitBackend(filepath.Join(c.DataDir, "heavens.git"), s.metrics); err != nil {
 			return nil, err
 		}
 		s.clients.Git, s.clients.GitPrefix = s.git.client, ""
@@ -228,11 +228,11 @@ func (s *Server) newHeaven(name string) (*heavenapi.Server, error) {
 // loopbackConfig reaches heaven name through the in-memory listener.
 func (s *Server) loopbackConfig(name string) *rest.Config {
 	return &rest.Config{
-		Host:        "http://heaven-loopback" + ClustersPrefix + name,
-		Dial:        s.mem.DialContext,
-		QPS:         1000,
-		Burst:       2000,
-		UserAgent:   "heaven-server/" + name,
+		Host:          "http://heaven-loopback" + ClustersPrefix + name,
+		Dial:          s.mem.DialContext,
+		QPS:           1000,
+		Burst:         2000,
+		UserAgent:     "heaven-server/" + name,
 		ContentConfig: rest.ContentConfig{ContentType: "application/json"},
 	}
 }

@@ -209,6 +209,9 @@ func TestAuthenticationAndNames(t *testing.T) {
 	assert.Equal(t, http.StatusOK, code)
 	code, _ = get(admin, "/metrics")
 	assert.Equal(t, http.StatusOK, code)
+	commits, err := scrapeMetric(ts, "heaven_git_commits_total")
+	require.NoError(t, err)
+	assert.NotEqual(t, "0", commits, "every heaven's first start commits its namespaces")
 }
 
 // TestConcurrentHeavenStarts: heavens started at the same moment share no
