@@ -69,7 +69,8 @@ var userFromContext = authenticator.RequestFunc(func(req *http.Request) (*authen
 })
 
 // genericConfig is the part every heaven shares in shape.
-func (c *Config) genericConfig() (*genericapiserver.RecommendedConfig, error) {
+// It also returns the loopback clientset its admission uses.
+func (c *Config) genericConfig() (*genericapiserver.RecommendedConfig, kubernetes.Interface, error) {
 	gc := genericapiserver.NewRecommendedConfig(apiextensionsapiserver.Codecs)
 	gc.EffectiveVersion = compatibility.NewEffectiveVersionFromString(KubernetesVersion, "", "")
 	gc.MergedResourceConfig = apiextensionsapiserver.DefaultAPIResourceConfigSource()
@@ -89,21 +90,21 @@ func (c *Config) genericConfig() (*genericapiserver.RecommendedConfig, error) {
 
 	kube, err := kubernetes.NewForConfig(c.Loopback)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	gc.ClientConfig = c.Loopback
 	gc.SharedInformerFactory = informers.NewSharedInformerFactory(kube, 0)
 	nsLifecycle, err := lifecycle.NewLifecycle(sets.New("default", "kube-system", "kube-public"))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	nsLifecycle.SetExternalKubeClientSet(kube)
 	nsLifecycle.SetExternalKubeInformerFactory(gc.SharedInformerFactory)
 	if err := nsLifecycle.ValidateInitialization(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	gc.AdmissionControl = admission.NewChainHandler(nsLifecycle)
-	return gc, nil
+	return gc, kube, nil
 }
 
 // typedCodec is the storage codec of the CRD type and of the built-in types:

@@ -2,7 +2,6 @@ package heavenapi
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -40,7 +39,7 @@ type Server struct {
 
 // New builds the heaven's API server; Start runs it.
 func New(c Config) (*Server, error) {
-	gc, err := c.genericConfig()
+	gc, kube, err := c.genericConfig()
 	if err != nil {
 		return nil, err
 	}
@@ -84,11 +83,6 @@ func New(c Config) (*Server, error) {
 		go ctrl.Run(hc.Context, 1)
 		return nil
 	})
-	kube, err := kubernetes.NewForConfig(c.Loopback)
-	if err != nil {
-		s.Destroy()
-		return nil, err
-	}
 	prepared := s.PrepareRun()
 	srv := &Server{
 		name:    c.Name,
@@ -160,5 +154,3 @@ func (s *Server) becomeReady(ctx context.Context) {
 	}
 	close(s.ready)
 }
-
-var _ = errors.New

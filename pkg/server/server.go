@@ -108,12 +108,11 @@ func (c CompletedConfig) New() (_ *Server, err error) {
 	s.heavens.allowed = s.allowed
 	s.front = &front{
 		heavens: s.heavens,
-		authn:   x509request.New(x509request.DefaultVerifyOptions(), x509request.CommonNameUserConversion),
+		authn:   x509request.New(verifyOptions(s.pki), x509request.CommonNameUserConversion),
 		root:    s.rootHandler(),
 		public:  map[string]bool{"/healthz": true, "/livez": true, "/readyz": true, "/version": true},
 		metrics: s.metrics,
 	}
-	s.front.authn = x509request.New(verifyOptions(s.pki), x509request.CommonNameUserConversion)
 	if err := s.pki.WriteKubeconfig(s.KubeconfigPath(), s.URL(), RootHeaven, "default"); err != nil {
 		return nil, fmt.Errorf("writing %s: %w", s.KubeconfigPath(), err)
 	}

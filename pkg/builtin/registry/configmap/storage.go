@@ -6,6 +6,8 @@ import (
 	"k8s.io/apiserver/pkg/registry/generic"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
+
+	"github.com/heaven-dev/heaven/pkg/builtin/registry"
 )
 
 // REST is the configmaps storage.
@@ -18,18 +20,15 @@ func (*REST) ShortNames() []string { return []string{"cm"} }
 
 // NewREST returns the configmaps storage.
 func NewREST(optsGetter generic.RESTOptionsGetter) (*REST, error) {
-	resource := corev1.Resource("configmaps")
-	store := &genericregistry.Store{
-		NewFunc:                   func() runtime.Object { return &corev1.ConfigMap{} },
-		NewListFunc:               func() runtime.Object { return &corev1.ConfigMapList{} },
-		DefaultQualifiedResource:  resource,
-		SingularQualifiedResource: corev1.Resource("configmap"),
-		CreateStrategy:            Strategy,
-		UpdateStrategy:            Strategy,
-		DeleteStrategy:            Strategy,
-		TableConvertor:            rest.NewDefaultTableConvertor(resource),
-	}
-	if err := store.CompleteWithOptions(&generic.StoreOptions{RESTOptions: optsGetter, AttrFunc: GetAttrs}); err != nil {
+	store, err := registry.NewStore(optsGetter, registry.Resource{
+		Plural:   corev1.Resource("configmaps"),
+		Singular: corev1.Resource("configmap"),
+		New:      func() runtime.Object { return &corev1.ConfigMap{} },
+		NewList:  func() runtime.Object { return &corev1.ConfigMapList{} },
+		Strategy: Strategy,
+		AttrFunc: GetAttrs,
+	})
+	if err != nil {
 		return nil, err
 	}
 	return &REST{store}, nil

@@ -8,6 +8,8 @@ import (
 	"k8s.io/apiserver/pkg/registry/generic"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
+
+	"github.com/heaven-dev/heaven/pkg/builtin/registry"
 )
 
 // TTL is how long an event lives, kube-apiserver's default --event-ttl.
@@ -23,22 +25,17 @@ func (*REST) ShortNames() []string { return []string{"ev"} }
 
 // NewREST returns the core events storage.
 func NewREST(optsGetter generic.RESTOptionsGetter) (*REST, error) {
-	resource := corev1.Resource("events")
-	store := &genericregistry.Store{
-		NewFunc:                   func() runtime.Object { return &corev1.Event{} },
-		NewListFunc:               func() runtime.Object { return &corev1.EventList{} },
-		DefaultQualifiedResource:  resource,
-		SingularQualifiedResource: corev1.Resource("event"),
-		TTLFunc:                   ttl,
-		CreateStrategy:            Strategy,
-		UpdateStrategy:            Strategy,
-		DeleteStrategy:            Strategy,
-		TableConvertor:            rest.NewDefaultTableConvertor(resource),
-	}
-	if err := store.CompleteWithOptions(&generic.StoreOptions{RESTOptions: optsGetter, AttrFunc: GetAttrs}); err != nil {
+	store, err := registry.NewStore(optsGetter, registry.Resource{
+		Plural:   corev1.Resource("events"),
+		Singular: corev1.Resource("event"),
+		New:      func() runtime.Object { return &corev1.Event{} },
+		NewList:  func() runtime.Object { return &corev1.EventList{} },
+		Strategy: Strategy,
+		AttrFunc: GetAttrs,
+		TTL:      TTL,
+	})
+	if err != nil {
 		return nil, err
 	}
 	return &REST{store}, nil
 }
-
-func ttl(runtime.Object, uint64, bool) (uint64, error) { return uint64(TTL.Seconds()), nil }

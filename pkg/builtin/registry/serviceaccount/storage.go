@@ -6,6 +6,8 @@ import (
 	"k8s.io/apiserver/pkg/registry/generic"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
+
+	"github.com/heaven-dev/heaven/pkg/builtin/registry"
 )
 
 // REST is the service accounts storage.
@@ -18,18 +20,15 @@ func (*REST) ShortNames() []string { return []string{"sa"} }
 
 // NewREST returns the service accounts storage.
 func NewREST(optsGetter generic.RESTOptionsGetter) (*REST, error) {
-	resource := corev1.Resource("serviceaccounts")
-	store := &genericregistry.Store{
-		NewFunc:                   func() runtime.Object { return &corev1.ServiceAccount{} },
-		NewListFunc:               func() runtime.Object { return &corev1.ServiceAccountList{} },
-		DefaultQualifiedResource:  resource,
-		SingularQualifiedResource: corev1.Resource("serviceaccount"),
-		CreateStrategy:            Strategy,
-		UpdateStrategy:            Strategy,
-		DeleteStrategy:            Strategy,
-		TableConvertor:            rest.NewDefaultTableConvertor(resource),
-	}
-	if err := store.CompleteWithOptions(&generic.StoreOptions{RESTOptions: optsGetter, AttrFunc: GetAttrs}); err != nil {
+	store, err := registry.NewStore(optsGetter, registry.Resource{
+		Plural:   corev1.Resource("serviceaccounts"),
+		Singular: corev1.Resource("serviceaccount"),
+		New:      func() runtime.Object { return &corev1.ServiceAccount{} },
+		NewList:  func() runtime.Object { return &corev1.ServiceAccountList{} },
+		Strategy: Strategy,
+		AttrFunc: GetAttrs,
+	})
+	if err != nil {
 		return nil, err
 	}
 	return &REST{store}, nil
