@@ -60,6 +60,7 @@ type config struct {
 	watchEvents  int
 	cpuProfile   string
 	drainTimeout time.Duration
+	phases       string
 }
 
 func main() {
@@ -72,7 +73,12 @@ func main() {
 	flag.StringVar(&cfg.cpuProfile, "cpuprofile", "", "PHASE/BACKEND=FILE: CPU profile of that phase's first run (e.g. write/git=cpu.out)")
 	flag.IntVar(&cfg.watchEvents, "watch-events", 2000, "changes written before the watch phase, then delivered to every watcher")
 	flag.DurationVar(&cfg.drainTimeout, "drain-timeout", 60*time.Second, "how long watchers may lag behind the last write")
+	flag.StringVar(&cfg.phases, "phases", "write,read,watch", "phases to run, comma-separated (RESULT then names only those)")
 	flag.Parse()
+	if err := selectPhases(cfg.phases); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-store:", err)
+		os.Exit(2)
+	}
 	if cfg.writers < 1 || cfg.keys < cfg.writers || cfg.runs < 1 || cfg.watchers < 1 || cfg.duration <= 0 {
 		fmt.Fprintln(os.Stderr, "bench-store: need writers ≥ 1, keys ≥ writers, runs ≥ 1, watchers ≥ 1, duration > 0")
 		os.Exit(2)
@@ -113,6 +119,14 @@ func run(cfg config) error {
 		defer b.close()
 	}
 
+	if phases[0].name != "write" {
+		// The read phase reads the keys the write phase writes.
+		for _, b := range backends {
+			if err := writeAllKeys(cfg, b); err != nil {
+				return fmt.Errorf("%s: writing the keys: %w", b.name, err)
+			}
+		}
+	}
 	fmt.Printf("bench-store: %d writers, %d keys, %d-byte values, %d watchers, %v per run, %d runs, GOMAXPROCS=%d\n",
 		cfg.writers, cfg.keys, len(configMap("cm-0", 0)), cfg.watchers, cfg.duration, cfg.runs, runtime.GOMAXPROCS(0))
 	res := results{}
@@ -341,6 +355,28 @@ var phases = []phase{
 	{"watch", watchPhase},
 }
 
+// selectPhases keeps the phases named in list, in their usual order.
+func selectPhases(list string) error {
+	want := map[string]bool{}
+	for _, name := range strings.Split(list, ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			want[name] = true
+		}
+	}
+	var kept []phase
+	for _, ph := range phases {
+		if want[ph.name] {
+			kept = append(kept, ph)
+			delete(want, ph.name)
+		}
+	}
+	if len(want) > 0 || len(kept) == 0 {
+		return fmt.Errorf("-phases %q: choose among write, read, watch", list)
+	}
+	phases = kept
+	return nil
+}
+
 // measurement is one run of one phase on one backend.
 type measurement struct {
 	perSecond float64
@@ -499,6 +535,23 @@ func watchPhase(cfg config, b *backend) (measurement, error) {
 
 // writeN makes n writes spread over the writers and returns the last
 // revision.
+// writeAllKeys writes every key once: each writer its own keys, in the
+// order its writes in the write phase take them.
+func writeAllKeys(cfg config, b *backend) error {
+	g, ctx := errgroup.WithContext(context.Background())
+	for w := range cfg.writers {
+		g.Go(func() error {
+			for k := w; k < cfg.keys; k += cfg.writers {
+				if _, err := b.write(ctx, cfg, w); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
 func writeN(cfg config, b *backend, n int) (int64, error) {
 	var last atomic.Int64
 	var next atomic.Int64
@@ -573,7 +626,11 @@ func (r results) print(cfg config) {
 	}
 	fmt.Println()
 	fmt.Println("write: txns/s; read: requests/s (9 gets : 1 list of 100); watch: events/s delivered to all watchers")
-	fmt.Printf("RESULT write_ratio=%.2f read_ratio=%.2f watch_ratio=%.2f\n", ratios["write"], ratios["read"], ratios["watch"])
+	result := "RESULT"
+	for _, ph := range phases {
+		result += fmt.Sprintf(" %s_ratio=%.2f", ph.name, ratios[ph.name])
+	}
+	fmt.Println(result)
 }
 
 func latency(d time.Duration) string {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -45,12 +46,14 @@ type Branch struct {
 	floor  int64                   // revisions up to here may have been handed out (branchstate.go)
 	trees  treeCache               // trees of the last diffs (history.go)
 
-	leases    *lessor
-	reqs      chan *writeRequest
-	kick      chan struct{} // the ref moved: ingest (see Repository.poll)
-	lastBatch int           // size of the previous group commit (writer-only)
-	stop      chan struct{}
-	done      chan struct{}
+	leases     *lessor
+	reqs       chan *writeRequest
+	kick       chan struct{} // the ref moved: ingest (see Repository.poll)
+	lastBatch  int           // size of the previous group commit (writer-only)
+	lastQueued int           // requests queued when it ended
+	lastCost   time.Duration // how long it took
+	stop       chan struct{}
+	done       chan struct{}
 }
 
 func openBranch(ctx context.Context, git *gitrepo.Repo, name string, leases *lessor, opts Options) (*Branch, error) {

@@ -26,9 +26,10 @@ type treeNode struct {
 	dirty    bool
 }
 
-// treeAdder stores an encoded tree (a gitrepo batch).
+// treeAdder stores an encoded tree, a new version of prev (a gitrepo
+// batch, which may store it as a delta against an earlier version).
 type treeAdder interface {
-	AddTree(*object.Tree) (plumbing.Hash, error)
+	AddTreeVersion(t *object.Tree, prev plumbing.Hash) (plumbing.Hash, error)
 }
 
 func newTreeMirror(objects storer.EncodedObjectStorer, root plumbing.Hash) (*treeMirror, error) {
@@ -158,7 +159,7 @@ func (m *treeMirror) flushNode(n *treeNode, b treeAdder) (plumbing.Hash, error) 
 			n.entries[i].Hash = h
 		}
 	}
-	h, err := b.AddTree(&object.Tree{Entries: n.entries})
+	h, err := b.AddTreeVersion(&object.Tree{Entries: n.entries}, n.hash)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}

@@ -3,7 +3,6 @@ package gitstore
 import (
 	"context"
 	"errors"
-	"runtime"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -18,6 +17,8 @@ import (
 type writeRequest struct {
 	txn         *pb.TxnRequest
 	revokeLease int64 // instead of txn: delete every key attached to this lease
+
+	encoded []encodedValue // its puts' values encoded by the caller (encodeValues)
 
 	resp    *pb.TxnResponse
 	changes []change // what the request changed, at rev
@@ -35,6 +36,9 @@ const maxCASRetries = 5
 
 func (b *Branch) submit(ctx context.Context, r *writeRequest) (*pb.TxnResponse, error) {
 	r.done = make(chan struct{})
+	if r.txn != nil {
+		r.encoded = encodeValues(r.txn, r.encoded)
+	}
 	select {
 	case b.reqs <- r:
 	case <-b.stop:
@@ -51,6 +55,50 @@ func (b *Branch) submit(ctx context.Context, r *writeRequest) (*pb.TxnResponse, 
 	}
 }
 
+// encodedValue is a put's value as its blob, encoded (EncodeValue), named
+// and compressed in the caller's goroutine: the one writer of a branch
+// then only assembles what many callers prepared.
+type encodedValue struct {
+	value []byte // the request's value, matched by identity
+	ext   string
+	blob  *gitrepo.Encoded
+}
+
+// encodeValues appends the encoded values of the puts txn may do (either
+// branch, nested transactions too) that git would store: not leased and
+// carrying a value.
+func encodeValues(txn *pb.TxnRequest, out []encodedValue) []encodedValue {
+	for _, ops := range [][]*pb.RequestOp{txn.Success, txn.Failure} {
+		for _, op := range ops {
+			switch {
+			case op.GetRequestPut() != nil:
+				p := op.GetRequestPut()
+				if p.Lease != 0 || p.IgnoreValue || len(p.Value) == 0 {
+					continue
+				}
+				content, ext := EncodeValue(p.Value)
+				out = append(out, encodedValue{value: p.Value, ext: ext, blob: gitrepo.EncodeBlob(content)})
+			case op.GetRequestTxn() != nil:
+				out = encodeValues(op.GetRequestTxn(), out)
+			}
+		}
+	}
+	return out
+}
+
+// encodedFor returns the value encoded ahead for this very slice, if any.
+func (r *writeRequest) encodedFor(value []byte) *encodedValue {
+	if len(value) == 0 {
+		return nil
+	}
+	for i := range r.encoded {
+		if e := &r.encoded[i]; len(e.value) == len(value) && &e.value[0] == &value[0] {
+			return e
+		}
+	}
+	return nil
+}
+
 // run is the writer goroutine: group commit of queued requests, and picking
 // up commits made by others when the repository's poller saw the ref move.
 func (b *Branch) run() {
@@ -61,23 +109,10 @@ func (b *Branch) run() {
 			b.drain(ErrClosed)
 			return
 		case r := <-b.reqs:
-			batch := []*writeRequest{r}
-			// Writers answered by the last batch are about to come back;
-			// give them a moment so that they share the next commit.
-			for i := 0; i < b.lastBatch && len(b.reqs) < b.lastBatch-1 && i < 8; i++ {
-				runtime.Gosched()
-			}
-		more:
-			for len(batch) < maxBatch {
-				select {
-				case r := <-b.reqs:
-					batch = append(batch, r)
-				default:
-					break more
-				}
-			}
-			b.lastBatch = len(batch)
+			batch := b.collect(r)
+			start := time.Now()
 			b.commitBatch(batch)
+			b.lastBatch, b.lastCost, b.lastQueued = len(batch), time.Since(start), len(b.reqs)
 		case <-b.kick:
 			if err := b.ingest(); err != nil {
 				b.log.Error(err, "Picking up commits from outside failed")
@@ -85,6 +120,45 @@ func (b *Branch) run() {
 		}
 	}
 }
+
+// collect forms a group commit starting with r: every queued request,
+// then, when the writers the last batch answered have not come back yet,
+// a short wait for them. Clients that write in a loop (a kube-apiserver
+// under load) come back one round trip after their answer; starting the
+// next commit without them splits them into two groups that take turns,
+// each commit carrying half of them. The wait is bounded by a fraction of
+// the last commit's cost, so a client that does not come back costs at
+// most that in latency.
+func (b *Branch) collect(r *writeRequest) []*writeRequest {
+	batch := []*writeRequest{r}
+	target := min(maxBatch, b.lastBatch+b.lastQueued)
+	for len(batch) < maxBatch {
+		select {
+		case r := <-b.reqs:
+			batch = append(batch, r)
+			continue
+		default:
+		}
+		break
+	}
+	if len(batch) >= target || b.lastBatch <= 1 {
+		return batch
+	}
+	timer := time.NewTimer(min(b.lastCost/2, maxGroupWait))
+	defer timer.Stop()
+	for len(batch) < target {
+		select {
+		case r := <-b.reqs:
+			batch = append(batch, r)
+		case <-timer.C:
+			return batch
+		}
+	}
+	return batch
+}
+
+// maxGroupWait bounds how long collect waits for writers to come back.
+const maxGroupWait = 2 * time.Millisecond
 
 func (b *Branch) drain(err error) {
 	for {
@@ -204,7 +278,7 @@ func (b *Branch) persist(batch []*writeRequest) error {
 	}
 	for _, r := range batch {
 		for _, c := range r.changes {
-			op, ok := b.stage(wb, c)
+			op, ok := b.stage(wb, r, c)
 			if !ok {
 				continue
 			}
@@ -249,7 +323,7 @@ func (b *Branch) persist(batch []*writeRequest) error {
 
 // stage puts one change into the tree mirror; ok is false for changes that
 // git does not hold (leased keys on both sides).
-func (b *Branch) stage(wb *gitrepo.Batch, c change) (commitOp, bool) {
+func (b *Branch) stage(wb *gitrepo.Batch, r *writeRequest, c change) (commitOp, bool) {
 	stem := KeyPath(c.key)
 	inGit := c.prev != nil && !c.prev.tombstone() && c.prev.ext != ""
 	if c.rec.tombstone() || c.rec.lease != 0 {
@@ -259,8 +333,13 @@ func (b *Branch) stage(wb *gitrepo.Batch, c change) (commitOp, bool) {
 		b.mirror.set(stem+c.prev.ext, plumbing.ZeroHash)
 		return commitOp{kind: opDelete, stem: stem}, true
 	}
-	content, ext := EncodeValue(c.rec.value)
-	c.rec.blob, c.rec.ext = wb.AddBlob(content), ext
+	if e := r.encodedFor(c.rec.value); e != nil {
+		c.rec.blob, c.rec.ext = wb.AddEncoded(e.blob), e.ext
+	} else {
+		content, ext := EncodeValue(c.rec.value)
+		c.rec.blob, c.rec.ext = wb.AddBlob(content), ext
+	}
+	ext := c.rec.ext
 	if inGit && c.prev.ext != ext {
 		b.mirror.set(stem+c.prev.ext, plumbing.ZeroHash)
 	}

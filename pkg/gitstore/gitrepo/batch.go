@@ -20,6 +20,9 @@ type batchObject struct {
 	h    plumbing.Hash
 	t    plumbing.ObjectType
 	data []byte
+	z    []byte        // data's zlib stream when compressed ahead (Encoded), else nil
+	prev plumbing.Hash // the tree's previous version (AddTreeVersion), else zero
+	own  bool          // data was encoded by the batch (AddTree): ours to keep
 }
 
 // NewBatch returns an empty batch.
@@ -43,16 +46,62 @@ func (b *Batch) Add(t plumbing.ObjectType, data []byte) plumbing.Hash {
 	return h
 }
 
+// Encoded is an object named and compressed ahead of the batch that
+// stores it (EncodeBlob), so that a writer assembling batches from many
+// callers' objects does not do that work itself. Immutable.
+type Encoded struct {
+	h    plumbing.Hash
+	t    plumbing.ObjectType
+	data []byte
+	z    []byte
+}
+
+// EncodeBlob names a file's content and compresses it as a pack stores
+// it; any goroutine may call it. The content must not change afterwards.
+func EncodeBlob(data []byte) *Encoded {
+	return &Encoded{h: hashObject(plumbing.BlobObject, data), t: plumbing.BlobObject, data: data, z: deflate(data)}
+}
+
+// Hash returns the object's name.
+func (e *Encoded) Hash() plumbing.Hash { return e.h }
+
+// Data returns the object's content.
+func (e *Encoded) Data() []byte { return e.data }
+
+// AddEncoded adds an object encoded ahead (see Add). Its compressed form
+// is used unless the batch stores it as a delta.
+func (b *Batch) AddEncoded(e *Encoded) plumbing.Hash {
+	if _, ok := b.seen[e.h]; !ok {
+		b.seen[e.h] = struct{}{}
+		b.objs = append(b.objs, batchObject{h: e.h, t: e.t, data: e.data, z: e.z})
+		b.size += len(e.data)
+	}
+	return e.h
+}
+
 // AddBlob adds a file's content (see Add).
 func (b *Batch) AddBlob(data []byte) plumbing.Hash { return b.Add(plumbing.BlobObject, data) }
 
 // AddTree encodes and adds a tree; see AppendTree for what it checks.
 func (b *Batch) AddTree(t *object.Tree) (plumbing.Hash, error) {
+	return b.AddTreeVersion(t, plumbing.ZeroHash)
+}
+
+// AddTreeVersion is AddTree for a new version of the tree prev (zero:
+// none), typically the same directory in the previous commit. Naming it
+// lets a pack store the tree as a delta against a version an earlier
+// batch wrote (versions.go) instead of compressing it whole.
+func (b *Batch) AddTreeVersion(t *object.Tree, prev plumbing.Hash) (plumbing.Hash, error) {
 	data, err := AppendTree(nil, t.Entries)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
-	return b.Add(plumbing.TreeObject, data), nil
+	n := len(b.objs)
+	h := b.Add(plumbing.TreeObject, data)
+	if len(b.objs) > n { // new to the batch
+		b.objs[n].prev, b.objs[n].own = prev, true
+	}
+	return h, nil
 }
 
 // AddCommit encodes (with go-git: a commit is small) and adds a commit.

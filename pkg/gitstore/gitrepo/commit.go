@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing"
 )
@@ -17,7 +18,9 @@ import (
 // rounds: a journal record holding the pack and the ref move is synced,
 // then the pack, its index and the ref are written without fsync; Open
 // rewrites from the journal whatever of them a crash lost, and a
-// checkpoint (a full journal, Maintain, Close) fsyncs them.
+// checkpoint (a full journal, Maintain, Close) fsyncs them. It returns
+// once the objects are readable; the ref file is renamed in the
+// background, and reading or updating the ref through r waits for that.
 //
 // It takes the ref's lock like CompareAndSwapRef, so a concurrent git push
 // and we never both win, and returns ErrRefChanged, ErrRefLocked and
@@ -25,10 +28,11 @@ import (
 // for the journal is committed the way Write does it, then journaled
 // without its pack.
 //
-// An error after the record is synced (a failed write of the pack or
-// ref: a full disk) leaves the commit undecided: the ref is not moved
-// now, but the next Open may move it, as the journal asks, unless the ref
-// has moved on meanwhile.
+// An error after the record is synced (a failed write of the pack: a
+// full disk) leaves the commit undecided: the ref is not moved now, but
+// the next Open may move it, as the journal asks, unless the ref has moved
+// on meanwhile. A failed rename of the ref after Commit returned stops the
+// journal (every later Commit fails); the next Open moves the ref.
 func (r *Repo) Commit(b *Batch, name plumbing.ReferenceName, new, old plumbing.Hash) error {
 	if new.IsZero() {
 		return fmt.Errorf("%w: zero hash for %s (use DeleteRef)", ErrInvalidRef, name)
@@ -43,32 +47,60 @@ func (r *Repo) Commit(b *Batch, name plumbing.ReferenceName, new, old plumbing.H
 	if err != nil {
 		return err
 	}
+	// Taking the lock (creating a file: a few hundred µs here) and
+	// encoding the pack overlap. An encoding done for a Commit that then
+	// fails its check is wasted, and nothing else: the pack is written
+	// only after the check.
 	path := r.refPath(name)
-	lock, err := createLock(r.dir, path+".lock")
-	if errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("%w: %s", ErrRefLocked, name)
+	type locking struct {
+		lock *os.File
+		err  error
+	}
+	locked := make(chan locking, 1)
+	go func() {
+		r.moving.wait(name) // our previous Commit of name may still hold the lock
+		lock, err := createLock(r.dir, path+".lock")
+		if errors.Is(err, fs.ErrExist) {
+			err = fmt.Errorf("%w: %s", ErrRefLocked, name)
+		} else if err != nil {
+			err = fmt.Errorf("%s: %w", name, err)
+		}
+		if err == nil {
+			var cur refValue
+			var exists bool
+			if cur, exists, err = r.readRef(name); err == nil {
+				err = expect(name, old)(cur, exists)
+			}
+			if err != nil {
+				lock.Close()
+				os.Remove(lock.Name())
+				lock = nil
+			}
+		}
+		locked <- locking{lock, err}
+	}()
+	rec, err := r.prepareRecord(b, name, new, old)
+	l := <-locked
+	if err == nil {
+		err = l.err
+	}
+	if err == nil {
+		err = r.fitRecord(j, rec)
 	}
 	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
+		if l.lock != nil {
+			l.lock.Close()
+			os.Remove(l.lock.Name())
+		}
+		return err
 	}
-	renamed := false
+	lock, ours := l.lock, true
 	defer func() {
-		if !renamed {
+		if ours {
 			lock.Close()
 			os.Remove(lock.Name())
 		}
 	}()
-	cur, exists, err := r.readRef(name)
-	if err != nil {
-		return err
-	}
-	if err := expect(name, old)(cur, exists); err != nil {
-		return err
-	}
-	rec, err := r.prepareRecord(j, b, name, new, old)
-	if err != nil {
-		return err
-	}
 	// The pack and index files are written while the record is synced,
 	// under temporary names: named, a pack is visible to Write and other
 	// Commits, which take its objects for durable and skip them.
@@ -76,10 +108,12 @@ func (r *Repo) Commit(b *Batch, name plumbing.ReferenceName, new, old plumbing.H
 	release, err := r.appendRecord(j, rec)
 	t, serr := staged()
 	if err == nil {
-		defer release()
 		err = serr
 	}
 	if err != nil {
+		if release != nil {
+			release()
+		}
 		if t != nil {
 			t.remove()
 		}
@@ -93,41 +127,61 @@ func (r *Repo) Commit(b *Batch, name plumbing.ReferenceName, new, old plumbing.H
 			err = r.addPack(p)
 		}
 		if err != nil {
+			release()
 			return err
 		}
 	}
-	if _, err := lock.WriteString(refValue{hash: new}.String()); err != nil {
-		return err
-	}
-	if err := lock.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(lock.Name(), path); err != nil {
-		return err
-	}
-	renamed = true
+	// The objects are readable; the ref is moved in the background, while
+	// the caller answers and prepares its next batch. Until it is, reading
+	// the ref (readRef) or updating it waits (moving); the checkpoint
+	// waits for release. A failure there stops the journal: the commit is
+	// durable, and the next Open moves the ref as its record says.
+	ours = false
+	done := r.moving.start(name)
+	go func() {
+		defer done()
+		defer release()
+		_, err := lock.WriteString(refValue{hash: new}.String())
+		if cerr := lock.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = os.Rename(lock.Name(), path)
+		}
+		if err != nil {
+			os.Remove(lock.Name())
+			j.fail(fmt.Errorf("gitrepo: moving %s after its journal record: %w", name, err))
+			return
+		}
+		r.spare.refill(r.packDir)
+	}()
 	return nil
 }
 
 // prepareRecord encodes the batch's objects not stored yet as a pack,
-// within a record. A record the journal can never hold gets its pack
-// written durably now, and goes without it.
-func (r *Repo) prepareRecord(j *journal, b *Batch, name plumbing.ReferenceName, new, old plumbing.Hash) (*record, error) {
+// within a record.
+func (r *Repo) prepareRecord(b *Batch, name plumbing.ReferenceName, new, old plumbing.Hash) (*record, error) {
 	rec := &record{name: name, old: old, new: new}
 	todo, err := r.unstored(b.objs)
 	if err != nil || len(todo) == 0 {
 		return rec, err
 	}
-	rec.pack = encodePack(todo)
-	if j.fits(rec.payloadLen()) {
-		return rec, nil
+	rec.pack = encodePack(todo, &r.versions)
+	return rec, nil
+}
+
+// fitRecord makes rec fit the journal: a record the journal can never
+// hold gets its pack written durably now, and goes without it.
+func (r *Repo) fitRecord(j *journal, rec *record) error {
+	if rec.pack.data == nil || j.fits(rec.payloadLen()) {
+		return nil
 	}
 	p, err := r.storePack(rec.pack, true)
 	if err == nil {
 		err = r.addPack(p)
 	}
 	rec.pack = encodedPack{}
-	return rec, err
+	return err
 }
 
 // stageAsync writes ep (if any) to temporary files without fsync, in the
@@ -141,8 +195,9 @@ func (r *Repo) stageAsync(ep encodedPack) func() (*packTemp, error) {
 		err error
 	}
 	done := make(chan staged, 1)
+	spare := r.spare.take()
 	go func() {
-		t, err := r.stageEncoded(ep, false)
+		t, err := r.stageEncoded(ep, false, spare)
 		done <- staged{t, err}
 	}()
 	return func() (*packTemp, error) {
@@ -197,4 +252,54 @@ func (r *Repo) openedJournal() (*journal, error) {
 	}
 	r.journal.Store(j)
 	return j, nil
+}
+
+// movingRefs are the refs whose Commit returned before renaming the ref's
+// lock over it: at most one per ref, since the next Commit of the ref
+// waits for it.
+type movingRefs struct {
+	mu sync.Mutex
+	m  map[plumbing.ReferenceName]chan struct{}
+}
+
+// start records that name is being moved; done ends that.
+func (m *movingRefs) start(name plumbing.ReferenceName) (done func()) {
+	ch := make(chan struct{})
+	m.mu.Lock()
+	if m.m == nil {
+		m.m = map[plumbing.ReferenceName]chan struct{}{}
+	}
+	m.m[name] = ch
+	m.mu.Unlock()
+	return func() {
+		m.mu.Lock()
+		if m.m[name] == ch {
+			delete(m.m, name)
+		}
+		m.mu.Unlock()
+		close(ch)
+	}
+}
+
+// wait returns once name is not being moved.
+func (m *movingRefs) wait(name plumbing.ReferenceName) {
+	m.mu.Lock()
+	ch := m.m[name]
+	m.mu.Unlock()
+	if ch != nil {
+		<-ch
+	}
+}
+
+// waitAll returns once the refs being moved now are moved.
+func (m *movingRefs) waitAll() {
+	m.mu.Lock()
+	chs := make([]chan struct{}, 0, len(m.m))
+	for _, ch := range m.m {
+		chs = append(chs, ch)
+	}
+	m.mu.Unlock()
+	for _, ch := range chs {
+		<-ch
+	}
 }

@@ -90,6 +90,15 @@ func (j *journal) sync(end int64) error {
 	return nil
 }
 
+// fail stops the journal: every later append fails with err.
+func (j *journal) fail(err error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.err == nil {
+		j.err = err
+	}
+}
+
 // grow zero-fills the journal to at least end: double, up to max. The
 // size changes, so this costs a full fsync, once per doubling.
 func (j *journal) grow(end int64) error {

@@ -118,7 +118,7 @@ func (pf *packFile) finish() (*pack, error) {
 		pf.abort()
 		return nil, err
 	}
-	t, err := stagePack(pf.dir, pf.f, pf.entries, sum, pf.size(), true)
+	t, err := stagePack(pf.dir, pf.f, nil, pf.entries, sum, pf.size(), true)
 	if err != nil {
 		return nil, err
 	}
@@ -136,9 +136,10 @@ type packTemp struct {
 }
 
 // stagePack completes a pack written to the temporary file f: it closes
-// f, makes it read-only as git does, and writes the index beside it. When
-// durable, both are fsynced. On failure it removes both.
-func stagePack(dir string, f *os.File, entries []idxEntry, sum plumbing.Hash, size int64, durable bool) (t *packTemp, err error) {
+// f, makes it read-only as git does, and writes the index beside it, into
+// idx if given (a spare temporary file created read-only, as f then is).
+// When durable, both are fsynced. On failure it removes both.
+func stagePack(dir string, f, idx *os.File, entries []idxEntry, sum plumbing.Hash, size int64, durable bool) (t *packTemp, err error) {
 	t = &packTemp{dir: dir, pack: f.Name(), sum: sum, size: size}
 	defer func() {
 		if cerr := f.Close(); err == nil {
@@ -149,12 +150,22 @@ func stagePack(dir string, f *os.File, entries []idxEntry, sum plumbing.Hash, si
 			t = nil
 		}
 	}()
+	if idx != nil {
+		t.idx = idx.Name()
+		defer func() {
+			if cerr := idx.Close(); err == nil {
+				err = cerr
+			}
+		}()
+	}
 	idxData := encodeIndex(entries, sum)
 	if t.index, err = decodeIndex(idxData); err != nil {
 		return t, err
 	}
-	if err := f.Chmod(0o444); err != nil {
-		return t, err
+	if idx == nil {
+		if err := f.Chmod(0o444); err != nil {
+			return t, err
+		}
 	}
 	// Two fsyncs at once cost little more than one (README.md).
 	packSynced := make(chan error, 1)
@@ -163,7 +174,14 @@ func stagePack(dir string, f *os.File, entries []idxEntry, sum plumbing.Hash, si
 	} else {
 		packSynced <- nil
 	}
-	t.idx, err = writeTemp(dir, tmpIdxPrefix, idxData, durable)
+	if idx != nil {
+		_, err = idx.Write(idxData)
+		if err == nil && durable {
+			err = idx.Sync()
+		}
+	} else {
+		t.idx, err = writeTemp(dir, tmpIdxPrefix, idxData, durable)
+	}
 	if serr := <-packSynced; err == nil {
 		err = serr
 	}

@@ -75,6 +75,7 @@ func (r *Repo) Ref(name plumbing.ReferenceName) (plumbing.Hash, error) {
 // readRef reads name's own value, without following symbolic references.
 // A loose file wins over packed-refs, as in git.
 func (r *Repo) readRef(name plumbing.ReferenceName) (refValue, bool, error) {
+	r.moving.wait(name)
 	data, err := os.ReadFile(r.refPath(name))
 	switch {
 	case err == nil:

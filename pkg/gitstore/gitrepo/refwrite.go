@@ -28,6 +28,7 @@ func (r *Repo) updateRef(name plumbing.ReferenceName, check func(refValue, bool)
 	path := r.refPath(name)
 	dir := filepath.Dir(path)
 	lock := path + ".lock"
+	r.moving.wait(name) // a Commit's lock, about to be renamed
 	f, err := createLock(r.dir, lock)
 	if errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("%w: %s", ErrRefLocked, name)

@@ -60,6 +60,10 @@ type Repo struct {
 	packsMu    sync.Mutex // serializes changes of packs
 	packs      atomic.Pointer[packSet]
 
+	spare    spareTemps   // Commit's next temporary files (spare.go)
+	versions versionBases // bases for trees' next versions (versions.go)
+	moving   movingRefs   // refs a Commit is still moving (commit.go)
+
 	journalMu     sync.Mutex // guards creating (first Commit) and closing the journal
 	journal       atomic.Pointer[journal]
 	journalClosed bool
@@ -136,6 +140,7 @@ func (r *Repo) Storer() storer.Storer { return &repoStorer{r: r} }
 // afterwards fail with ErrClosed.
 func (r *Repo) Close() error {
 	err := r.closeJournal()
+	r.spare.close()
 	r.packsMu.Lock()
 	defer r.packsMu.Unlock()
 	cur := r.packs.Swap(nil)

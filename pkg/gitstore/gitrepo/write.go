@@ -57,7 +57,7 @@ func (r *Repo) unstored(objs []batchObject) ([]batchObject, error) {
 
 // writePack writes objects as one durable pack and makes it visible.
 func (r *Repo) writePack(todo []batchObject) error {
-	p, err := r.storePack(encodePack(todo), true)
+	p, err := r.storePack(encodePack(todo, &r.versions), true)
 	if err != nil {
 		return err
 	}
@@ -72,20 +72,42 @@ type encodedPack struct {
 	sum     plumbing.Hash
 }
 
-// encodePack deltifies, compresses and lays out objects as a pack.
-func encodePack(todo []batchObject) encodedPack {
-	entries := encodeEntries(todo, planDeltas(todo))
+// encodePack deltifies, compresses and lays out objects as a pack. With
+// v, trees naming their previous version may be stored as deltas against
+// bases of earlier batches, which the pack then holds too (versions.go).
+func encodePack(todo []batchObject, v *versionBases) encodedPack {
+	plan := planDeltas(todo)
+	var bases, against []*fullObject
+	var deltas [][]byte
+	if v != nil {
+		bases, against, deltas = planVersionDeltas(v, todo, plan)
+	}
+	entries := encodeEntries(todo, plan, deltas)
+	if v != nil {
+		rememberVersions(v, todo, plan, against, entries)
+	}
 	size := 12 + hashLen
+	for _, b := range bases {
+		size += 16 + len(b.z)
+	}
 	for _, e := range entries {
 		size += 16 + len(e.z)
 	}
 	buf := bytes.NewBuffer(make([]byte, 0, size))
-	pw, _ := startPack(buf, len(todo)) // writes to a bytes.Buffer do not fail
+	pw, _ := startPack(buf, len(bases)+len(todo)) // writes to a bytes.Buffer do not fail
+	baseAt := make(map[plumbing.Hash]int64, len(bases))
+	for _, b := range bases {
+		baseAt[b.h] = pw.off
+		pw.add(b.h, appendEntryHeader(make([]byte, 0, 32), b.t, int64(len(b.data))), b.z)
+	}
 	offsets := make([]int64, len(todo))
 	for i, e := range entries {
 		offsets[i] = pw.off
 		hdr := appendEntryHeader(make([]byte, 0, 32), e.t, e.size)
-		if e.base >= 0 {
+		switch {
+		case against != nil && against[i] != nil:
+			hdr = appendOfsDelta(hdr, pw.off-baseAt[against[i].h])
+		case e.base >= 0:
 			hdr = appendOfsDelta(hdr, offsets[i]-offsets[e.base])
 		}
 		pw.add(todo[i].h, hdr, e.z)
@@ -97,25 +119,40 @@ func encodePack(todo []batchObject) encodedPack {
 // storePack writes ep under its final names, durably or not, and returns
 // it opened, not yet visible to readers (addPack).
 func (r *Repo) storePack(ep encodedPack, durable bool) (*pack, error) {
-	t, err := r.stageEncoded(ep, durable)
+	t, err := r.stageEncoded(ep, durable, nil)
 	if err != nil {
 		return nil, err
 	}
 	return t.place(durable)
 }
 
-// stageEncoded writes ep and its index to temporary files (stagePack).
-func (r *Repo) stageEncoded(ep encodedPack, durable bool) (*packTemp, error) {
-	f, err := os.CreateTemp(r.packDir, tmpPackPrefix)
-	if err != nil {
-		return nil, err
+// stageEncoded writes ep and its index to temporary files (stagePack):
+// those of spare when given, else new ones.
+func (r *Repo) stageEncoded(ep encodedPack, durable bool, spare *tempPair) (*packTemp, error) {
+	f, idx := (*os.File)(nil), (*os.File)(nil)
+	if spare != nil {
+		f, idx = spare.pack, spare.idx
+	} else {
+		var err error
+		if f, err = os.CreateTemp(r.packDir, tmpPackPrefix); err != nil {
+			return nil, err
+		}
 	}
 	if _, err := f.Write(ep.data); err != nil {
 		f.Close()
 		os.Remove(f.Name())
+		if idx != nil {
+			idx.Close()
+			os.Remove(idx.Name())
+		}
 		return nil, err
 	}
-	return stagePack(r.packDir, f, ep.entries, ep.sum, int64(len(ep.data)), durable)
+	return stagePack(r.packDir, f, idx, ep.entries, ep.sum, int64(len(ep.data)), durable)
+}
+
+// deflate returns the zlib stream of an object's content (or a delta).
+func deflate(content []byte) []byte {
+	return deflater.appendDeflated(make([]byte, 0, 64+len(content)/2), content)
 }
 
 // packEntry is an object ready for the pack but for its header: what it
@@ -131,26 +168,59 @@ type packEntry struct {
 // encodeEntries computes deltas and compresses on all CPUs: that is most
 // of a batch's CPU time. Only the pack's checksum, over the entries in
 // order, is serial.
-func encodeEntries(objs []batchObject, plan []deltaPlan) []packEntry {
+func encodeEntries(objs []batchObject, plan []deltaPlan, deltas [][]byte) []packEntry {
 	out := make([]packEntry, len(objs))
+	encode := func(i int) {
+		o, pl := &objs[i], plan[i]
+		e := packEntry{t: o.t, base: pl.base}
+		content := o.data
+		switch {
+		case deltas != nil && deltas[i] != nil:
+			e.t, content = plumbing.OFSDeltaObject, deltas[i] // against a base ahead of objs
+		case pl.base >= 0:
+			e.t = plumbing.OFSDeltaObject
+			content = appendDelta(nil, objs[pl.base].data, o.data, pl.prefix, pl.suffix)
+		}
+		e.size = int64(len(content))
+		if pl.base < 0 && deltas == nil || pl.base < 0 && deltas[i] == nil {
+			if o.z != nil {
+				e.z = o.z
+			}
+		}
+		if e.z == nil {
+			e.z = deflate(content)
+		}
+		out[i] = e
+	}
+	// Little to compress (objects compressed ahead, deltas against earlier
+	// versions): the goroutines would cost more than they save, mostly in
+	// waiting to be scheduled on CPUs busy with the callers.
+	work := 0
+	for i, o := range objs {
+		if plan[i].base >= 0 || deltas != nil && deltas[i] != nil || o.z == nil {
+			work += len(o.data)
+		}
+	}
+	if work < serialEncodeMax {
+		for i := range objs {
+			encode(i)
+		}
+		return out
+	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range min(runtime.GOMAXPROCS(0), len(objs)) {
 		wg.Go(func() {
 			for i := int(next.Add(1) - 1); i < len(objs); i = int(next.Add(1) - 1) {
-				o, pl := &objs[i], plan[i]
-				e := packEntry{t: o.t, base: pl.base}
-				content := o.data
-				if pl.base >= 0 {
-					e.t = plumbing.OFSDeltaObject
-					content = appendDelta(nil, objs[pl.base].data, o.data, pl.prefix, pl.suffix)
-				}
-				e.size = int64(len(content))
-				e.z = deflater.appendDeflated(make([]byte, 0, 64+len(content)/2), content)
-				out[i] = e
+				encode(i)
 			}
 		})
 	}
 	wg.Wait()
 	return out
 }
+
+// serialEncodeMax: batches with less content to compress (deltas counted
+// at their objects' size, an overestimate) are encoded by the caller's
+// goroutine alone.
+const serialEncodeMax = 64 << 10
