@@ -1,0 +1,112 @@
+package merge
+
+import (
+	"bytes"
+	"strings"
+)
+
+// Merger merges objects from their common base. The zero value resolves no
+// conflict (Manual) and picks list keys by the default heuristic.
+type Merger struct {
+	// Policy resolves conflicts.
+	Policy Policy
+	// Lists say how lists merge where the default heuristic would be wrong;
+	// see ListRule.
+	Lists []ListRule
+}
+
+// Result is the merge of one object.
+type Result struct {
+	// Value is the merged value, nil when the object is absent from the
+	// merge (deleted, or never there). When the merge is not Resolved it is
+	// the target's value: the target stays as it is.
+	Value []byte
+	// Conflicts are every conflict found, in the order of the object's
+	// fields, with how each was resolved.
+	Conflicts []Conflict
+	// Resolved is false when a conflict was resolved Manual.
+	Resolved bool
+}
+
+// Merge merges the source's version of one object into the target's from
+// their common base. A nil value is absent: base is nil for an object created
+// on both sides (a two-way merge), target or source for a deleted one. Key
+// names the object in the store, "/apps/deployments/default/web" or its file
+// "apps/deployments/default/web.json"; its first two segments are the
+// resource that policy rules and list rules are matched against.
+//
+// A value equal to one of the inputs is returned as exactly those bytes (it
+// may share their memory), so an object unchanged on both sides, or changed
+// on one side only, comes out byte for byte as it went in. Otherwise the
+// value is compact JSON, in which what the merge kept of a side is that
+// side's bytes; fields are ordered as the API server writes them (sorted
+// where both sides are sorted, else the target's order with each field only
+// the source has after its predecessor in the source), list items in the
+// target's order followed by the source's new items, and the value ends in
+// a newline if the target's does (the API server writes "…}\n").
+func (m Merger) Merge(key string, base, target, source []byte) Result {
+	switch {
+	case sameBytes(target, source), sameBytes(base, source):
+		return Result{Value: target, Resolved: true}
+	case sameBytes(base, target):
+		return Result{Value: source, Resolved: true}
+	}
+	x := &merger{policy: m.Policy, lists: m.Lists, key: key, resource: resourceOf(key)}
+	b, t, s := parsePresent(base), parsePresent(target), parsePresent(source)
+	merged := x.merge(path{}, b, t, s)
+	res := Result{Conflicts: x.conflicts, Resolved: true, Value: target}
+	for _, c := range x.conflicts {
+		if c.Resolution == Manual {
+			res.Resolved = false
+		}
+	}
+	if res.Resolved {
+		res.Value = valueBytes(merged, t, s, target, source)
+	}
+	return res
+}
+
+// sameBytes compares two values, nil (absent) only equal to nil.
+func sameBytes(a, b []byte) bool {
+	return (a == nil) == (b == nil) && bytes.Equal(a, b)
+}
+
+func parsePresent(v []byte) *node {
+	if v == nil {
+		return nil
+	}
+	return parseValue(v)
+}
+
+// valueBytes turns the merged root into the stored value: one side's exact
+// bytes when it is that side's root, else compact JSON with the target's
+// trailing newline (the source's for a value the target does not have).
+func valueBytes(merged, t, s *node, target, source []byte) []byte {
+	switch merged {
+	case nil:
+		return nil
+	case t:
+		return target
+	case s:
+		return source
+	}
+	out := appendValue(nil, merged)
+	nl := target
+	if nl == nil {
+		nl = source
+	}
+	if bytes.HasSuffix(nl, []byte("\n")) {
+		out = append(out, '\n')
+	}
+	return out
+}
+
+// resourceOf is "<group>/<resource>" of a store key or file path:
+// "/apps/deployments/default/web" → "apps/deployments".
+func resourceOf(key string) string {
+	parts := strings.SplitN(strings.TrimPrefix(key, "/"), "/", 3)
+	if len(parts) < 2 {
+		return ""
+	}
+	return parts[0] + "/" + parts[1]
+}
