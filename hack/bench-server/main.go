@@ -32,6 +32,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -72,6 +73,7 @@ type config struct {
 	phases       string
 	keep         bool
 	verbose      bool
+	heapProfile  string
 }
 
 const ns = "default"
@@ -93,6 +95,7 @@ func main() {
 	flag.StringVar(&cfg.phases, "phases", "load,scale", "phases to run, comma-separated (a phase not run reports 0 in RESULT)")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the data directories (their paths are printed)")
 	flag.BoolVar(&cfg.verbose, "verbose", false, "show heaven-server's log")
+	flag.StringVar(&cfg.heapProfile, "heap-profile", "", "scale phase: write a heap profile (go tool pprof) here once the active heavens run, and their goroutines to the same path + .goroutines")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "Usage: bench-server [flags]\n\n"+
 			"Runs heaven-server in this process and measures it through client-go:\n"+
@@ -585,7 +588,8 @@ func scalePhase(cfg config) (scaleResult, error) {
 	defer bs.stop()
 	rssBefore := rss()
 	base, _ := bs.activeHeavens()
-	fmt.Printf("rss_before_mib=%.1f active_heavens_metric=%d\n", rssBefore/(1<<20), base)
+	goroutinesBefore := runtime.NumGoroutine()
+	fmt.Printf("rss_before_mib=%.1f active_heavens_metric=%d goroutines=%d\n", rssBefore/(1<<20), base, goroutinesBefore)
 	began := time.Now()
 	n, errs := forEach(cfg.scaleActive, cfg.parallel, func(i int) error {
 		rc := bs.restConfig(activeName(i))
@@ -614,6 +618,11 @@ func scalePhase(cfg config) (scaleResult, error) {
 	fmt.Printf("active_heavens_created=%d errors=%d seconds=%.1f\n", n, len(errs), time.Since(began).Seconds())
 	printErrs(errs)
 	rssAfter := rss()
+	if cfg.heapProfile != "" {
+		if err := writeHeapProfile(cfg.heapProfile); err != nil {
+			return res, err
+		}
+	}
 	metricActive, err := bs.activeHeavens()
 	if err != nil {
 		return res, err
@@ -625,7 +634,8 @@ func scalePhase(cfg config) (scaleResult, error) {
 	}
 	res.rssGiB = rssAfter / (1 << 30)
 	res.heavens = created
-	fmt.Printf("rss_after_mib=%.1f active_heavens_metric=%d (root included)\n", rssAfter/(1<<20), metricActive)
+	fmt.Printf("rss_after_mib=%.1f active_heavens_metric=%d (root included) goroutines_per_heaven=%.0f\n",
+		rssAfter/(1<<20), metricActive, float64(runtime.NumGoroutine()-goroutinesBefore)/float64(max(n, 1)))
 
 	// 3. Cold starts: the first request to heavens that exist but have not
 	// run in this server.
@@ -716,4 +726,31 @@ func rss() float64 {
 		}
 	}
 	return 0
+}
+
+// writeHeapProfile writes the live heap, after a collection, to path, and
+// the goroutines beside it.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	runtime.GC()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	// The goroutines, counted by stack: each costs at least a stack page.
+	g, err := os.Create(path + ".goroutines")
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("goroutine").WriteTo(g, 1); err != nil {
+		g.Close()
+		return err
+	}
+	return g.Close()
 }

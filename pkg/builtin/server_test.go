@@ -166,7 +166,7 @@ func testNamespaceDeletion(ctx context.Context, t *testing.T, cfg *rest.Config, 
 	require.NoError(t, err)
 	assert.NotEmpty(t, cms.Items, "content deleted before the controller ran")
 
-	c, err := namespacedeletion.New(cfg)
+	c, err := namespacedeletion.New(cfg, nil)
 	require.NoError(t, err)
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})

@@ -25,7 +25,6 @@ import (
 	"k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
-	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
 	"k8s.io/apiserver/pkg/endpoints/request"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	serverstorage "k8s.io/apiserver/pkg/server/storage"
@@ -82,11 +81,11 @@ func (c *Config) genericConfig() (*genericapiserver.RecommendedConfig, kubernete
 	gc.EnableProfiling = false
 	gc.RESTOptionsGetter = &storage.Getter{Heaven: c.Name, Clients: c.Clients, Codec: typedCodec, Ephemeral: c.Ephemeral}
 
-	namer := openapinamer.NewDefinitionNamer(apiextensionsapiserver.Scheme, builtinscheme.Scheme)
-	gc.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(getDefinitions, namer)
+	gc.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(getDefinitions, definitionNamer())
 	gc.OpenAPIConfig.Info.Title = "Heaven"
-	gc.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(getDefinitions, namer)
-	gc.OpenAPIV3Config.Info.Title = "Heaven"
+	gc.OpenAPIV3Config = openAPIV3Config()
+	// installOpenAPI serves the documents, shared by every heaven.
+	gc.SkipOpenAPIInstallation = true
 
 	kube, err := kubernetes.NewForConfig(c.Loopback)
 	if err != nil {

@@ -38,15 +38,17 @@ const (
 // the "kubernetes" finalizer from them.
 type Controller struct {
 	httpClient *http.Client
-	informers  informers.SharedInformerFactory
+	informers  informers.SharedInformerFactory // nil when the caller runs them
 	lister     corelisters.NamespaceLister
 	synced     cache.InformerSynced
 	queue      workqueue.TypedRateLimitingInterface[string]
 	reconciler *reconciler
 }
 
-// New returns a controller for the heaven that cfg (its loopback config) reaches.
-func New(cfg *rest.Config) (*Controller, error) {
+// New returns a controller for the heaven that cfg (its loopback config)
+// reaches. With a shared informer factory, it watches namespaces through it
+// (the caller starts and stops it); with nil, through one of its own.
+func New(cfg *rest.Config, shared informers.SharedInformerFactory) (*Controller, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg = rest.AddUserAgent(cfg, Name)
 	httpClient, err := rest.HTTPClientFor(cfg)
@@ -61,11 +63,15 @@ func New(cfg *rest.Config) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	factory := informers.NewSharedInformerFactory(client, 0)
+	factory, own := shared, informers.SharedInformerFactory(nil)
+	if factory == nil {
+		factory = informers.NewSharedInformerFactory(client, 0)
+		own = factory
+	}
 	namespaces := factory.Core().V1().Namespaces()
 	c := &Controller{
 		httpClient: httpClient,
-		informers:  factory,
+		informers:  own,
 		lister:     namespaces.Lister(),
 		synced:     namespaces.Informer().HasSynced,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
@@ -101,8 +107,10 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 
 	// Deferred in reverse: stop the queue, wait for workers, stop informers.
 	defer c.httpClient.CloseIdleConnections()
-	c.informers.Start(ctx.Done())
-	defer c.informers.Shutdown()
+	if c.informers != nil {
+		c.informers.Start(ctx.Done())
+		defer c.informers.Shutdown()
+	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer c.queue.ShutDown()
