@@ -37,6 +37,18 @@ KUBECTL_VERSION := v1.37.2
 KUBECTL_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(KUBECTL_VERSION) \
 	-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37
 
+# The real kube-apiserver and kube-controller-manager for `make test-e2e`,
+# built from the separate module in hack/kube (its go.mod pins
+# k8s.io/kubernetes and says why at this version) and stamped with it, so
+# `--version` and /version report it.
+KUBE_VERSION := v1.37.1
+KUBE_MOD := hack/kube/go.mod hack/kube/go.sum
+KUBE_APISERVER := $(TOOLS_BIN)/kube-apiserver
+KUBE_CONTROLLER_MANAGER := $(TOOLS_BIN)/kube-controller-manager
+KUBE_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
+	-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37 \
+	-X k8s.io/component-base/version.gitTreeState=clean
+
 # make generate: the OpenAPI definitions of the built-in types the server
 # serves, and of everything they reference.
 OPENAPI_PKGS := \
@@ -55,19 +67,22 @@ OPENAPI_OUT := pkg/generated/openapi
 .PHONY: all help build test vet test-unit test-conformance test-conformance-etcd \
 	test-crash test-crash-long test-integration bench-store bench-server run clean
 .PHONY: tools generate
+.PHONY: kube-binaries test-e2e
 
 all: build
 
 help:
 	@echo "make build                  go build ./... and bin/heaven-server"
 	@echo "make run                    heaven-server --data-dir $(DATA_DIR): heavens at https://127.0.0.1:6443/clusters/<name>"
-	@echo "make test                   vet, unit tests (-race), storage conformance (-race), short crash test, integration (kubectl)"
+	@echo "make test                   vet, unit tests (-race), storage conformance (-race), short crash test, integration (kubectl), e2e (real clusters)"
 	@echo "make test-integration       heaven-server driven by client-go and the real kubectl"
+	@echo "make test-e2e               end-to-end tests against real clusters (local kube-apiserver, or E2E_PROVIDER=kind)"
 	@echo "make test-conformance-etcd  the conformance suite against a real embedded etcd, for comparison"
 	@echo "make test-crash-long        the crash test with 60 kill -9s"
 	@echo "make bench-store            git store vs embedded etcd under the same client load"
 	@echo "make bench-server           heaven-server end to end: git vs etcd storage, memory per heaven, cold starts"
 	@echo "make tools                  build kubectl and openapi-gen from hack/tools into .cache/bin"
+	@echo "make kube-binaries          build kube-apiserver and kube-controller-manager $(KUBE_VERSION) from hack/kube into .cache/bin"
 	@echo "make generate               regenerate $(OPENAPI_OUT)/zz_generated.openapi.go with openapi-gen"
 	@echo "make clean                  remove bin/ and .cache/ (not the data in $(DATA_DIR))"
 
@@ -75,7 +90,7 @@ build:
 	$(GO) build ./...
 	$(GO) build -o $(BIN)/heaven-server ./cmd/heaven-server
 
-test: vet test-unit test-conformance test-crash test-integration
+test: vet test-unit test-conformance test-crash test-integration test-e2e
 
 vet:
 	$(GO) vet ./...
@@ -101,6 +116,13 @@ test-crash:
 test-integration: $(KUBECTL)
 	KUBECTL=$(KUBECTL) $(GO) test -race -count=1 -timeout 20m ./test/integration/
 
+# Real clusters (kube-apiserver and kube-controller-manager subprocesses on an
+# embedded etcd, or kind with E2E_PROVIDER=kind) driven by client-go and the
+# real kubectl; see test/e2e/framework.
+test-e2e: kube-binaries $(KUBECTL)
+	KUBE_APISERVER=$(KUBE_APISERVER) KUBE_CONTROLLER_MANAGER=$(KUBE_CONTROLLER_MANAGER) KUBECTL=$(KUBECTL) \
+		$(GO) test -race -count=1 -timeout 20m ./test/e2e/...
+
 test-crash-long:
 	CRASH_KILLS=60 $(GO) test -count=1 -v -timeout 30m ./test/crash/
 
@@ -119,6 +141,14 @@ tools: $(KUBECTL) $(OPENAPI_GEN)
 
 $(KUBECTL): $(TOOLS_MOD) hack/tools/kubectl/main.go
 	cd hack/tools && $(GO) build -ldflags "$(KUBECTL_LDFLAGS)" -o $@ ./kubectl
+
+kube-binaries: $(KUBE_APISERVER) $(KUBE_CONTROLLER_MANAGER)
+
+# One go build for both: they share most of their packages, and the build
+# compiles them once.
+$(KUBE_APISERVER) $(KUBE_CONTROLLER_MANAGER) &: $(KUBE_MOD)
+	cd hack/kube && $(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $(TOOLS_BIN)/ \
+		k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager
 
 $(OPENAPI_GEN): $(TOOLS_MOD)
 	cd hack/tools && $(GO) build -o $@ k8s.io/kube-openapi/cmd/openapi-gen

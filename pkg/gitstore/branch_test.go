@@ -180,6 +180,7 @@ func TestRestartKeepsRevisionsAndMetadata(t *testing.T) {
 func TestGitLayoutIsReadable(t *testing.T) {
 	_, b, dir := openTestBranch(t)
 	put(t, b, "/registry/configmaps/default/web", `{"kind":"ConfigMap","data":{"a":"b"}}`+"\n")
+	waitGitRef(t, dir, "team-a", b.Head())
 	out := git(t, dir, "show", "team-a:registry/configmaps/default/web.json")
 	require.Contains(t, out, "\n  \"kind\": \"ConfigMap\",\n", "one field per line")
 	log := git(t, dir, "log", "--format=%s", "team-a")
@@ -195,6 +196,7 @@ func TestLeasedKeysStayOutOfGitAndExpire(t *testing.T) {
 	_, err = b.Put(context.Background(), &pb.PutRequest{Key: []byte("/events/e1"), Value: []byte("e"), Lease: l.ID})
 	require.NoError(t, err)
 	require.NotNil(t, get(t, b, "/events/e1", 0))
+	waitGitRef(t, dir, "team-a", b.Head())
 	require.NotContains(t, git(t, dir, "ls-tree", "-r", "--name-only", "team-a"), "events")
 	_, err = b.Put(context.Background(), &pb.PutRequest{Key: []byte("/x"), Value: []byte("e"), Lease: 12345})
 	require.ErrorIs(t, err, ErrLeaseNotFound)
@@ -268,6 +270,7 @@ func TestPicksUpPushedCommits(t *testing.T) {
 	require.NoError(t, err)
 
 	work := t.TempDir()
+	waitGitRef(t, dir, "team-a", b.Head())
 	git(t, work, "clone", "-q", "--branch", "team-a", dir, "w")
 	wd := filepath.Join(work, "w")
 	require.NoError(t, os.WriteFile(filepath.Join(wd, "registry", "b.json"), []byte("{\n  \"b\": 2\n}\n"), 0o644))
@@ -298,12 +301,14 @@ func TestPicksUpPushedCommits(t *testing.T) {
 	}
 	require.Greater(t, b.Revision(), rev)
 	require.Nil(t, get(t, b, "/registry/b", 0), "content follows the pushed branch")
+	waitGitRef(t, dir, "team-a", b.Head())
 	log := git(t, dir, "log", "--format=%s", "-1", "team-a")
 	require.True(t, strings.HasPrefix(log, "Merge "), log)
 	git(t, dir, "fsck", "--strict")
 
 	// Our next write lands on top of the merge.
 	put(t, b, "/registry/d", "x")
+	waitGitRef(t, dir, "team-a", b.Head())
 	require.Equal(t, fmt.Sprint(b.Revision()), strings.TrimSpace(strings.TrimPrefix(
 		strings.TrimSpace(git(t, dir, "log", "-1", "--format=%(trailers:key=Heaven-Revision)", "team-a")), "Heaven-Revision:")))
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing"
 	"k8s.io/klog/v2"
 
 	"github.com/heaven-dev/heaven/pkg/gitstore/gitrepo"
@@ -24,6 +25,11 @@ type Options struct {
 	// the branch, the number of write requests it carried and how long
 	// making it durable took (for metrics; it must not block).
 	OnCommit func(branch string, requests int, took time.Duration)
+	// OnHead, if set, is called when an open branch's head moved, once its
+	// new revision is visible: after the store's own commits (merges
+	// included) and after picking up commits made by others. It runs on
+	// the branch's writer and must not block.
+	OnHead func(branch string, head plumbing.Hash)
 }
 
 func (o *Options) complete() {

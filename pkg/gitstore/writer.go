@@ -16,7 +16,8 @@ import (
 // writer.
 type writeRequest struct {
 	txn         *pb.TxnRequest
-	revokeLease int64 // instead of txn: delete every key attached to this lease
+	revokeLease int64        // instead of txn: delete every key attached to this lease
+	merge       *mergeIntent // the txn is a merge: its own commit, two parents (merge.go)
 
 	encoded []encodedValue // its puts' values encoded by the caller (encodeValues)
 
@@ -114,9 +115,11 @@ func (b *Branch) run() {
 			b.commitBatch(batch)
 			b.lastBatch, b.lastCost, b.lastQueued = len(batch), time.Since(start), len(b.reqs)
 		case <-b.kick:
+			before := b.head
 			if err := b.ingest(); err != nil {
 				b.log.Error(err, "Picking up commits from outside failed")
 			}
+			b.notifyHead(before)
 		}
 	}
 }
@@ -175,6 +178,7 @@ func (b *Branch) drain(err error) {
 // commitBatch evaluates the batch in order, commits its git-backed changes
 // durably, then makes them visible and answers every request.
 func (b *Branch) commitBatch(batch []*writeRequest) {
+	defer b.notifyHead(b.head)
 	for attempt := 0; ; attempt++ {
 		b.evaluate(batch)
 		err := b.persist(batch)
@@ -216,8 +220,14 @@ func (b *Branch) commitBatch(batch []*writeRequest) {
 func (b *Branch) evaluate(batch []*writeRequest) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	changed := false
 	for _, r := range batch {
 		r.resp, r.err, r.changes, r.rev = nil, nil, nil, 0
+		if r.merge != nil {
+			if r.err = r.merge.begin(b.head, changed); r.err != nil {
+				continue
+			}
+		}
 		a := &txnApplier{x: b.x, base: b.latest, load: b.loadValue, lessor: b.leases.exists}
 		if r.revokeLease != 0 {
 			a.revoke(r.revokeLease)
@@ -230,6 +240,7 @@ func (b *Branch) evaluate(batch []*writeRequest) {
 			continue
 		}
 		if len(a.changes) > 0 {
+			changed = true
 			b.latest = a.rev()
 			r.rev, r.changes = b.latest, a.changes
 			b.x.logRevision(r.rev, a.changes)
@@ -261,7 +272,7 @@ func (b *Branch) persist(batch []*writeRequest) error {
 	var ops []commitOp
 	var lastGitRev int64
 	inCommit := map[string]bool{}
-	commit := func() error {
+	commit := func(m *mergeIntent) error {
 		if len(ops) == 0 {
 			return nil
 		}
@@ -269,21 +280,34 @@ func (b *Branch) persist(batch []*writeRequest) error {
 		if err != nil {
 			return err
 		}
-		h, err := wb.AddCommit(b.newCommit(tree, commitMessage(ops), head))
+		msg, parents := commitMessage(ops), []plumbing.Hash{head}
+		if m != nil {
+			msg, parents = m.message(ops), append(parents, m.second)
+		}
+		h, err := wb.AddCommit(b.newCommit(tree, msg, parents...))
 		if err != nil {
 			return err
+		}
+		if m != nil {
+			m.commit = h
 		}
 		head, ops, inCommit = h, nil, map[string]bool{}
 		return nil
 	}
 	for _, r := range batch {
+		if r.merge != nil {
+			// A merge is a commit of its own.
+			if err := commit(nil); err != nil {
+				return err
+			}
+		}
 		for _, c := range r.changes {
 			op, ok := b.stage(wb, r, c)
 			if !ok {
 				continue
 			}
 			if inCommit[op.stem] {
-				if err := commit(); err != nil {
+				if err := commit(nil); err != nil {
 					return err
 				}
 			}
@@ -292,8 +316,13 @@ func (b *Branch) persist(batch []*writeRequest) error {
 			ops = append(ops, op)
 			lastGitRev = r.rev
 		}
+		if r.merge != nil {
+			if err := commit(r.merge); err != nil {
+				return err
+			}
+		}
 	}
-	if err := commit(); err != nil {
+	if err := commit(nil); err != nil {
 		return err
 	}
 	if head != b.head {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	clientv3k "go.etcd.io/etcd/client/v3/kubernetes"
 	"go.etcd.io/etcd/server/v3/embed"
@@ -32,12 +33,12 @@ type gitBackend struct {
 	served chan error
 }
 
-func startGitBackend(dir string, m *metrics) (*gitBackend, error) {
+func startGitBackend(dir string, m *metrics, onHead func(branch string, head plumbing.Hash)) (*gitBackend, error) {
 	repo, err := gitstore.Open(dir, gitstore.Options{OnCommit: func(_ string, requests int, took time.Duration) {
 		m.gitCommits.Inc()
 		m.gitCommitWrites.Add(float64(requests))
 		m.gitCommitTime.Observe(took.Seconds())
-	}})
+	}, OnHead: onHead})
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", dir, err)
 	}

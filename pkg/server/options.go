@@ -30,6 +30,8 @@ type Options struct {
 	IdleTimeout        time.Duration
 	CompactionInterval time.Duration
 	ShutdownTimeout    time.Duration
+
+	MergeController bool
 }
 
 // NewOptions returns the defaults: everything embedded, data in ./.heaven.
@@ -44,6 +46,7 @@ func NewOptions() *Options {
 		IdleTimeout:        5 * time.Minute,
 		CompactionInterval: 5 * time.Minute,
 		ShutdownTimeout:    30 * time.Second,
+		MergeController:    true,
 	}
 }
 
@@ -70,6 +73,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"How often the history of running heavens is compacted: each time to the revision of the previous run, as kube-apiserver does. Compacted revisions stay in git; only watches and reads at them end. 0 disables.")
 	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", o.ShutdownTimeout,
 		"How long to wait for requests and heavens to finish on SIGTERM.")
+	fs.BoolVar(&o.MergeController, "merge-controller", o.MergeController,
+		"Run the controller of AutomatedMerge objects (heaven.dev) in the root heaven: merges of heavens' branches into others. Needs --storage=git.")
 }
 
 // Validate returns every problem of the options.

@@ -45,7 +45,14 @@ func (s *Server) rootHandler() http.Handler {
 	}
 	mux.HandleFunc("/healthz", health)
 	mux.HandleFunc("/livez", health)
-	mux.HandleFunc("/readyz", health)
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-s.rootReady:
+			health(w, r)
+		default:
+			http.Error(w, "the root heaven is starting", http.StatusServiceUnavailable)
+		}
+	})
 	mux.HandleFunc("/version", func(w http.ResponseWriter, _ *http.Request) {
 		responsewriters.WriteRawJSON(http.StatusOK, Version, w)
 	})

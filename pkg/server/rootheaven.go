@@ -41,6 +41,7 @@ func (s *Server) startRoot(ctx context.Context) (*heavenctrl.Controller, error) 
 		Delete: s.deleteBranch,
 	}, time.Minute)
 	go ctrl.Run(ctx, 2)
+	go s.startMergeController(ctx, cfg) // not in the way of serving heavens
 	return ctrl, nil
 }
 

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
+	mergectrl "github.com/heaven-dev/heaven/pkg/controllers/automatedmerge"
 	heavenctrl "github.com/heaven-dev/heaven/pkg/controllers/heaven"
 	"github.com/heaven-dev/heaven/pkg/heavenapi"
 	"github.com/heaven-dev/heaven/pkg/server/pki"
@@ -68,6 +69,8 @@ type Server struct {
 	ephemeral  map[schema.GroupResource]bool
 	clients    storage.Clients
 	heavenCtrl atomic.Pointer[heavenctrl.Controller]
+	rootReady  chan struct{} // closed once heavenCtrl is set
+	mergeCtrl  atomic.Pointer[mergectrl.Controller]
 }
 
 // New opens the data directory, the stores and the HTTPS listener; Run
@@ -76,7 +79,7 @@ func (c CompletedConfig) New() (_ *Server, err error) {
 	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: c, mem: newMemListener(), metrics: serverMetrics(), ephemeral: map[schema.GroupResource]bool{}}
+	s := &Server{cfg: c, mem: newMemListener(), metrics: serverMetrics(), ephemeral: map[schema.GroupResource]bool{}, rootReady: make(chan struct{})}
 	defer func() {
 		if err != nil {
 			s.close(context.Background())
@@ -93,7 +96,7 @@ func (c CompletedConfig) New() (_ *Server, err error) {
 	}
 	s.clients = storage.Clients{Ephemeral: s.etcd.client, Git: s.etcd.client, GitPrefix: "/primary"}
 	if c.Storage == StorageGit {
-		if s.git, err = startGitBackend(filepath.Join(c.DataDir, "heavens.git"), s.metrics); err != nil {
+		if s.git, err = startGitBackend(filepath.Join(c.DataDir, "heavens.git"), s.metrics, s.branchMoved); err != nil {
 			return nil, err
 		}
 		s.clients.Git, s.clients.GitPrefix = s.git.client, ""
@@ -174,6 +177,7 @@ func (s *Server) serve(ctx context.Context, errs <-chan error, wg *sync.WaitGrou
 		return err
 	}
 	s.heavenCtrl.Store(ctrl)
+	close(s.rootReady)
 	wg.Add(2)
 	go func() { defer wg.Done(); s.heavens.runEvictor(ctx) }()
 	go func() { defer wg.Done(); s.runCompactor(ctx) }()
@@ -205,11 +209,14 @@ func (s *Server) allowed(ctx context.Context, name string) (bool, error) {
 	if name == RootHeaven || s.cfg.AutoCreateHeavens {
 		return true, nil
 	}
-	ctrl := s.heavenCtrl.Load()
-	if ctrl == nil {
+	// Which heavens exist is known once root runs: a request that comes
+	// earlier waits for it rather than fail.
+	select {
+	case <-s.rootReady:
+	case <-ctx.Done():
 		return false, errors.New("heaven-server is starting")
 	}
-	return ctrl.Exists(ctx, name)
+	return s.heavenCtrl.Load().Exists(ctx, name)
 }
 
 // newHeaven builds the API server of heaven name.

@@ -191,8 +191,10 @@ func TestNamespaceDeletionCascades(t *testing.T) {
 	out, err := ts.kubectlErr(h, "", "get", "namespace", "doomed")
 	require.Error(t, err)
 	assert.Contains(t, out, "NotFound")
-	files := ts.git("ls-tree", "-r", "--name-only", h)
-	assert.NotContains(t, files, "/doomed/", "nothing of the namespace is left on the branch")
+	// git sees the branch's last commit a moment after it is acknowledged.
+	eventually(t, 5*time.Second, "nothing of the namespace is left on the branch", func() (bool, error) {
+		return !strings.Contains(ts.git("ls-tree", "-r", "--name-only", h), "/doomed/"), nil
+	})
 	out, err = ts.kubectlErr(h, "", "-n", "doomed", "create", "configmap", "late")
 	require.Error(t, err, "a deleted namespace takes no new objects")
 	assert.Contains(t, out, "not found")

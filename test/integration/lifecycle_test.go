@@ -134,7 +134,9 @@ func TestOnlyDeclaredHeavensWhenAutoCreateIsOff(t *testing.T) {
 		head, _, _ = unstructured.NestedString(h.Object, "status", "head")
 		return len(head) == 40, nil
 	})
-	assert.Equal(t, strings.TrimSpace(ts.git("rev-parse", "declared")), head)
+	eventually(t, 5*time.Second, "git sees the head in status", func() (bool, error) {
+		return strings.TrimSpace(ts.git("rev-parse", "declared")) == head, nil
+	})
 }
 
 // TestIdleHeavenStopsAndRestarts: an idle heaven is stopped, leaves no

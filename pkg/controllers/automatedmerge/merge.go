@@ -1,0 +1,178 @@
+package automatedmerge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/heaven-dev/heaven/pkg/gitstore"
+	"github.com/heaven-dev/heaven/pkg/merge"
+)
+
+// Commits reads any commit of the repository (*gitstore.Repository).
+type Commits interface {
+	MergeBase(a, b plumbing.Hash) (plumbing.Hash, error)
+	ChangedKeys(from, to plumbing.Hash) ([]string, error)
+	Values(commit plumbing.Hash, keys []string) (map[string][]byte, error)
+}
+
+// Target is a branch that takes merge commits (*gitstore.Branch).
+type Target interface {
+	Name() string
+	Head() plumbing.Hash
+	Merge(ctx context.Context, req gitstore.MergeRequest) (gitstore.MergeResult, error)
+}
+
+var (
+	_ Commits = (*gitstore.Repository)(nil)
+	_ Target  = (*gitstore.Branch)(nil)
+)
+
+// errNoTargetHead: the target's branch has no commits to merge into.
+var errNoTargetHead = errors.New("the target branch has no commits")
+
+// MergeOptions say how MergeCommit merges.
+type MergeOptions struct {
+	// Merger merges objects (its Policy resolves conflicts).
+	Merger merge.Merger
+	// Include says whether keys of a resource ("<group or core>/<resource>")
+	// merge; nil for all.
+	Include func(resource string) bool
+	// Message is the merge commit's subject.
+	Message string
+	// Attempts bounds how often the merge is computed again when the
+	// target's head moved meanwhile (default 3); then ErrHeadMoved.
+	Attempts int
+}
+
+// Outcome is what MergeCommit did.
+type Outcome struct {
+	// UpToDate: the source commit was already in the target's history.
+	UpToDate bool
+	// TargetHead is the target's head the merge was computed against.
+	TargetHead plumbing.Hash
+	// Base is their merge base (zero for unrelated histories).
+	Base plumbing.Hash
+	// Written is the merge commit and its revision; a zero Commit when
+	// nothing was written (up to date, nothing to change, or blocked).
+	Written gitstore.MergeResult
+	// Changes is how many objects the merge changed in the target.
+	Changes int
+	// Conflicts found, however resolved.
+	Conflicts []merge.Conflict
+	// Blocked: a Manual conflict kept the merge from being written.
+	Blocked bool
+}
+
+// MergeCommit merges commit source into target's branch with a three-way
+// merge of objects from their merge base, and writes the result as one
+// merge commit whose second parent is source. It takes a commit, not a
+// heaven: the source may be another heaven's head or a fetched remote
+// branch.
+//
+// Nothing is written when source is already in the target's history (the
+// check that keeps two AutomatedMerges in opposite directions from
+// merging back and forth forever), when the merge changes no object (a
+// merge commit with nothing in it would only send the other direction
+// round again), or when a conflict resolves Manual. Only keys the source
+// changed since the base can change, so only those are read.
+//
+// When the target takes a write while the merge is computed, the merge is
+// computed again on the new head (never written over it), up to Attempts
+// times, then gitstore.ErrHeadMoved is returned.
+func MergeCommit(ctx context.Context, commits Commits, target Target, source plumbing.Hash, opts MergeOptions) (Outcome, error) {
+	attempts := opts.Attempts
+	if attempts <= 0 {
+		attempts = 3
+	}
+	var err error
+	for range attempts {
+		var out Outcome
+		out, err = mergeOnce(ctx, commits, target, source, opts)
+		if !errors.Is(err, gitstore.ErrHeadMoved) {
+			return out, err
+		}
+	}
+	return Outcome{}, err
+}
+
+func mergeOnce(ctx context.Context, commits Commits, target Target, source plumbing.Hash, opts MergeOptions) (Outcome, error) {
+	head := target.Head()
+	out := Outcome{TargetHead: head}
+	if head.IsZero() {
+		return out, errNoTargetHead
+	}
+	var err error
+	if out.Base, err = commits.MergeBase(head, source); err != nil {
+		return out, err
+	}
+	if out.Base == source {
+		// The source is in the target's history already.
+		out.UpToDate = true
+		return out, nil
+	}
+	keys, err := changedKeys(commits, out.Base, source, opts.Include)
+	if err != nil || len(keys) == 0 {
+		return out, err
+	}
+	sides := make([]map[string][]byte, 3)
+	for i, c := range []plumbing.Hash{out.Base, head, source} {
+		if c.IsZero() {
+			sides[i] = map[string][]byte{}
+			continue
+		}
+		if sides[i], err = commits.Values(c, keys); err != nil {
+			return out, err
+		}
+	}
+	res := opts.Merger.MergeTree(sides[0], sides[1], sides[2])
+	out.Conflicts = res.Conflicts
+	if !res.Resolved {
+		out.Blocked = true
+		return out, nil
+	}
+	req := gitstore.MergeRequest{ExpectedHead: head, SecondParent: source, Puts: map[string][]byte{}, Message: opts.Message}
+	for _, ch := range res.Changes {
+		if ch.Deleted {
+			req.Deletes = append(req.Deletes, ch.Key)
+		} else {
+			req.Puts[ch.Key] = ch.Value
+		}
+	}
+	out.Changes = len(res.Changes)
+	if out.Changes == 0 {
+		return out, nil
+	}
+	if out.Written, err = target.Merge(ctx, req); err != nil {
+		return out, fmt.Errorf("merging into %s: %w", target.Name(), err)
+	}
+	return out, nil
+}
+
+// changedKeys are the keys source changed since base that merge.
+func changedKeys(commits Commits, base, source plumbing.Hash, include func(string) bool) ([]string, error) {
+	keys, err := commits.ChangedKeys(base, source)
+	if err != nil || include == nil {
+		return keys, err
+	}
+	kept := keys[:0]
+	for _, k := range keys {
+		if include(ResourceOf(k)) {
+			kept = append(kept, k)
+		}
+	}
+	return kept, nil
+}
+
+// ResourceOf is the "<group or core>/<resource>" of a store key
+// ("/apps/deployments/default/web" → "apps/deployments"), "" if it has none.
+func ResourceOf(key string) string {
+	parts := strings.SplitN(strings.TrimPrefix(key, "/"), "/", 3)
+	if len(parts) < 3 {
+		return ""
+	}
+	return parts[0] + "/" + parts[1]
+}

@@ -1,0 +1,206 @@
+// Package framework starts physical Kubernetes clusters for the end-to-end
+// tests: by default a real kube-apiserver and kube-controller-manager on an
+// embedded etcd, run as subprocesses of the test (E2E_PROVIDER=local), or
+// kind clusters (E2E_PROVIDER=kind). Both give the same Cluster.
+//
+// A local cluster has no nodes: objects are stored and controllers reconcile
+// them (a Deployment gets its ReplicaSet and Pods), but Pods stay Pending.
+package framework
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// startTimeout bounds StartClusters: every cluster ready, kind ones included.
+const startTimeout = 5 * time.Minute
+
+// Cluster is a running physical cluster. Stop it with Stop; StartCluster
+// also stops it when the test ends.
+type Cluster struct {
+	// Name is the name the test gave the cluster.
+	Name string
+	// Kubeconfig is the path of a kubeconfig file with admin
+	// (system:masters) credentials as its current context.
+	Kubeconfig string
+
+	config  *rest.Config
+	logs    []string      // log files of the cluster's processes, shown when the test fails
+	startup time.Duration // from the start to a cluster ready for clients
+	phases  string        // how the startup time was spent
+
+	stopOnce sync.Once
+	stopErr  error
+	stop     func() error
+}
+
+// RESTConfig returns a copy of the admin's client configuration.
+func (c *Cluster) RESTConfig() *rest.Config { return rest.CopyConfig(c.config) }
+
+// Client returns an admin clientset.
+func (c *Cluster) Client() kubernetes.Interface {
+	return kubernetes.NewForConfigOrDie(c.RESTConfig())
+}
+
+// Stop stops the cluster and waits until nothing of it runs any more. It
+// returns an error if a process of the cluster had exited before Stop or did
+// not stop in time. Calling it again returns the first result.
+func (c *Cluster) Stop() error {
+	c.stopOnce.Do(func() {
+		if c.stop != nil {
+			c.stopErr = c.stop()
+		}
+	})
+	return c.stopErr
+}
+
+// loadConfig reads the admin's configuration from c.Kubeconfig.
+func (c *Cluster) loadConfig() error {
+	config, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
+	if err != nil {
+		return fmt.Errorf("kubeconfig %s: %w", c.Kubeconfig, err)
+	}
+	config.QPS, config.Burst = 100, 200
+	c.config = config
+	return nil
+}
+
+// A provider starts clusters of one kind.
+type provider interface {
+	// check returns a *missingError when something the provider needs is
+	// not there.
+	check() error
+	// start starts cluster name with its files in dir. It returns a
+	// Cluster whose Stop releases whatever was started, even with an error.
+	start(ctx context.Context, name, dir string) (*Cluster, error)
+}
+
+// missingError says that a prerequisite of the tests is missing and how to
+// get it: the test is skipped, or fails when CI=true.
+type missingError struct{ msg string }
+
+func (e *missingError) Error() string { return e.msg }
+
+// providerFromEnv returns the provider E2E_PROVIDER names (local by default).
+func providerFromEnv() (provider, error) {
+	switch p := os.Getenv("E2E_PROVIDER"); p {
+	case "", "local":
+		return &localProvider{}, nil
+	case "kind":
+		return &kindProvider{}, nil
+	default:
+		return nil, fmt.Errorf("E2E_PROVIDER=%q: want local or kind", p)
+	}
+}
+
+// StartCluster starts one cluster; see StartClusters.
+func StartCluster(t testing.TB, name string) *Cluster {
+	t.Helper()
+	return StartClusters(t, name)[0]
+}
+
+// StartClusters starts a cluster per name, all at once, and returns them in
+// the order of names once every one is ready. The clusters are stopped when
+// the test ends, and the logs of their processes are shown if it failed. If a
+// binary or tool is missing, the test is skipped with a message saying how to
+// get it, or fails when CI=true.
+func StartClusters(t testing.TB, names ...string) []*Cluster {
+	t.Helper()
+	p, err := providerFromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.check(); err != nil {
+		skipOrFail(t, err)
+	}
+	dirs := make([]string, len(names))
+	for i := range names {
+		dirs[i] = t.TempDir()
+	}
+
+	clusters := make([]*Cluster, len(names))
+	errs := make([]error, len(names))
+	ctx, cancel := context.WithTimeout(t.Context(), startTimeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Go(func() {
+			c, err := p.start(ctx, name, dirs[i])
+			if err != nil {
+				err = fmt.Errorf("cluster %s: %w", name, err)
+			}
+			clusters[i], errs[i] = c, err
+		})
+	}
+	wg.Wait()
+
+	for i, c := range clusters {
+		if c == nil {
+			continue
+		}
+		t.Cleanup(func() {
+			began := time.Now()
+			stopErr := c.Stop()
+			t.Logf("cluster %s stopped in %v", c.Name, time.Since(began).Round(time.Millisecond))
+			if t.Failed() || stopErr != nil {
+				for _, log := range c.logs {
+					if _, err := os.Stat(log); err == nil {
+						t.Logf("%s", tail(log, 32<<10))
+					}
+				}
+			}
+			if stopErr != nil {
+				t.Errorf("cluster %s: %v", c.Name, stopErr)
+			}
+		})
+		if errs[i] == nil {
+			t.Logf("cluster %s ready in %v (%s)", c.Name, c.startup.Round(time.Millisecond), c.phases)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	return clusters
+}
+
+// skipOrFail skips the test for a missing prerequisite, or fails it under CI
+// (CI=true), where a skipped e2e suite would pass unnoticed.
+func skipOrFail(t testing.TB, err error) {
+	t.Helper()
+	var missing *missingError
+	if os.Getenv("CI") == "true" || !errors.As(err, &missing) {
+		t.Fatal(err)
+	}
+	t.Skip(err)
+}
+
+// tail returns the end of the file at path, at most max bytes, with a header
+// naming the file.
+func tail(path string, max int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return err.Error()
+	}
+	defer f.Close()
+	var b strings.Builder
+	fmt.Fprintf(&b, "==== %s", path)
+	if info, err := f.Stat(); err == nil && info.Size() > max {
+		fmt.Fprintf(&b, " (last %d of %d bytes)", max, info.Size())
+		_, _ = f.Seek(-max, io.SeekEnd)
+	}
+	b.WriteString(" ====\n")
+	data, _ := io.ReadAll(io.LimitReader(f, max))
+	b.Write(data)
+	return b.String()
+}
