@@ -41,6 +41,17 @@
 // anything was acknowledged; the writer picks up the other commits and
 // evaluates the batch again.
 //
+// # Merges
+//
+// Branch.Merge writes the result of a merge computed by the caller (the
+// merge controller, from MergeBase, Snapshot and ChangedKeys) as one commit
+// with two parents, the branch head and the merged commit, through the same
+// writer as every other write: one revision for the whole merge, as for a
+// transaction of several operations, and ordinary watch events. A merge
+// computed against a head that has moved since is refused (ErrHeadMoved)
+// before anything is written. Options.OnHead tells the caller whenever a
+// branch head moves, by our commits or by commits picked up from outside.
+//
 // # Memory
 //
 // The index (index.go: keys, their versions since the last compaction, the
