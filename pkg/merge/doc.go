@@ -19,7 +19,9 @@
 // uniquely, is one atomic value, as are lists of scalars.
 //
 // Object metadata merges without conflicts where Kubernetes' meaning allows:
-// generation takes the larger of the two sides, resourceVersion is the
+// generation takes the larger of the two sides, or the next one when the
+// merged spec is not that side's (its controllers have observed that
+// generation for another spec), resourceVersion is the
 // store's and is kept from the target, and managedFields entries (keyed by
 // manager, operation and subresource) keep the one with the newer time.
 // Values that are not JSON are compared as bytes.

@@ -53,7 +53,7 @@ func (m Merger) Merge(key string, base, target, source []byte) Result {
 	}
 	x := &merger{policy: m.Policy, lists: m.Lists, key: key, resource: resourceOf(key)}
 	b, t, s := parsePresent(base), parsePresent(target), parsePresent(source)
-	merged := x.merge(path{}, b, t, s)
+	merged := nextGeneration(x.merge(path{}, b, t, s), t, s)
 	res := Result{Conflicts: x.conflicts, Resolved: true, Value: target}
 	for _, c := range x.conflicts {
 		if c.Resolution == Manual {

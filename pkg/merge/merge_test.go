@@ -180,16 +180,30 @@ func TestMerge(t *testing.T) {
 		conflicts: []string{".spec.tolerations PreferTarget"},
 	}, {
 		name:   "generation takes the larger",
+		base:   `{"metadata":{"generation":1},"spec":{"a":1},"status":{"b":1}}`,
+		target: `{"metadata":{"generation":1},"spec":{"a":1},"status":{"b":2}}`,
+		source: `{"metadata":{"generation":2},"spec":{"a":2},"status":{"b":1}}`,
+		want:   `{"metadata":{"generation":2},"spec":{"a":2},"status":{"b":2}}`,
+	}, {
+		name:   "a spec both sides edited takes the next generation",
 		base:   `{"metadata":{"generation":1},"spec":{"a":1,"b":1}}`,
 		target: `{"metadata":{"generation":3},"spec":{"a":2,"b":1}}`,
 		source: `{"metadata":{"generation":2},"spec":{"a":1,"b":2}}`,
-		want:   `{"metadata":{"generation":3},"spec":{"a":2,"b":2}}`,
+		want:   `{"metadata":{"generation":4},"spec":{"a":2,"b":2}}`,
 	}, {
-		name:   "generation from the source when larger",
+		name:   "the next generation after the source's when larger",
 		base:   `{"metadata":{"generation":9},"spec":{"a":1,"b":1}}`,
 		target: `{"metadata":{"generation":10},"spec":{"a":2,"b":1}}`,
 		source: `{"metadata":{"generation":11},"spec":{"a":1,"b":2}}`,
-		want:   `{"metadata":{"generation":11},"spec":{"a":2,"b":2}}`,
+		want:   `{"metadata":{"generation":12},"spec":{"a":2,"b":2}}`,
+	}, {
+		name:      "a conflict resolved against a side at the same generation takes the next",
+		merger:    Merger{Policy: Policy{Default: PreferSource}},
+		base:      `{"metadata":{"generation":5},"spec":{"size":7},"status":{"observedGeneration":5}}`,
+		target:    `{"metadata":{"generation":6},"spec":{"size":20},"status":{"observedGeneration":6}}`,
+		source:    `{"metadata":{"generation":6},"spec":{"size":10},"status":{"observedGeneration":5}}`,
+		want:      `{"metadata":{"generation":7},"spec":{"size":10},"status":{"observedGeneration":6}}`,
+		conflicts: []string{".spec.size PreferSource"},
 	}, {
 		name:   "resourceVersion is not compared",
 		base:   `{"metadata":{"resourceVersion":"1"},"data":{"a":"1"}}`,

@@ -85,3 +85,63 @@ func parseTime(n *node) (time.Time, bool) {
 	t, err := time.Parse(time.RFC3339, n.text)
 	return t, err == nil
 }
+
+// nextGeneration makes sure that the generation of a merged object tells a
+// new spec. Generation takes the larger of the two sides (metadata), which
+// is right when the merged spec is that side's; when it is not (both sides
+// edited the spec, or a conflict resolved against that side), that side's
+// controllers have observed that generation for another spec, and would
+// skip this one: the merged object takes the next generation, as the API
+// server gives a spec edit. The spec is everything but metadata and status.
+func nextGeneration(merged, target, source *node) *node {
+	gen := merged.get("metadata").get("generation")
+	if gen == nil || gen.kind != kindNumber {
+		return merged
+	}
+	g, err := strconv.ParseInt(gen.text, 10, 64)
+	if err != nil {
+		return merged
+	}
+	for _, side := range []*node{target, source} {
+		if equal(side.get("metadata").get("generation"), gen) && !equalSpec(merged, side) {
+			return withMember(merged, "metadata", withMember(merged.get("metadata"), "generation",
+				&node{kind: kindNumber, raw: strconv.AppendInt(nil, g+1, 10), text: strconv.FormatInt(g+1, 10)}))
+		}
+	}
+	return merged
+}
+
+// equalSpec compares two objects but for their metadata and status.
+func equalSpec(a, b *node) bool {
+	spec := func(n *node) int {
+		c := 0
+		for _, m := range n.members {
+			if m.key != "metadata" && m.key != "status" {
+				c++
+			}
+		}
+		return c
+	}
+	if spec(a) != spec(b) {
+		return false
+	}
+	for _, m := range a.members {
+		if m.key != "metadata" && m.key != "status" && !equal(m.val, b.get(m.key)) {
+			return false
+		}
+	}
+	return true
+}
+
+// withMember is object n with member key's value replaced by v: a new
+// container, written as compact JSON, that shares n's other members.
+func withMember(n *node, key string, v *node) *node {
+	out := &node{kind: kindObject, members: make([]member, len(n.members))}
+	copy(out.members, n.members)
+	for i := range out.members {
+		if out.members[i].key == key {
+			out.members[i].val = v
+		}
+	}
+	return out
+}

@@ -93,14 +93,19 @@ func TestAutomatedMergesWorkspacePerController(t *testing.T) {
 			cm, err := ts.kube("main").CoreV1().ConfigMaps("default").Get(ctx, "from-ctrl", metav1.GetOptions{})
 			return err == nil && cm.Data["a"] == "b", nil
 		})
+		// The controller writes status just after the merge commit.
 		for _, name := range []string{"main-to-ctrl", "ctrl-to-main"} {
-			am := getMerge(t, root, name)
-			src, _, _ := unstructured.NestedSlice(am.Object, "status", "sources")
-			require.Len(t, src, 1, name)
-			s := src[0].(map[string]any)
-			assert.Len(t, s["sourceCommit"], 40, name)
-			assert.Len(t, s["targetCommit"], 40, name)
-			assert.Equal(t, "True", condition(am, v1alpha1.ConditionReady), name)
+			eventually(t, 10*time.Second, name+" status names both commits", func() (bool, error) {
+				am := getMerge(t, root, name)
+				src, _, _ := unstructured.NestedSlice(am.Object, "status", "sources")
+				if len(src) != 1 {
+					return false, fmt.Errorf("%d sources in status", len(src))
+				}
+				s := src[0].(map[string]any)
+				sc, _ := s["sourceCommit"].(string)
+				tc, _ := s["targetCommit"].(string)
+				return len(sc) == 40 && len(tc) == 40 && condition(am, v1alpha1.ConditionReady) == "True", nil
+			})
 		}
 	})
 
