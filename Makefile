@@ -68,6 +68,9 @@ OPENAPI_OUT := pkg/generated/openapi
 	test-crash test-crash-long test-integration bench-store bench-server run clean
 .PHONY: tools generate
 .PHONY: kube-binaries test-e2e
+.PHONY: bench-syncer
+.PHONY: bench-merge
+.PHONY: image
 
 all: build
 
@@ -81,8 +84,11 @@ help:
 	@echo "make test-crash-long        the crash test with 60 kill -9s"
 	@echo "make bench-store            git store vs embedded etcd under the same client load"
 	@echo "make bench-server           heaven-server end to end: git vs etcd storage, memory per heaven, cold starts"
+	@echo "make bench-syncer           the syncer against a real cluster: initial sync of 1,000 objects, latency of single updates"
+	@echo "make bench-merge            our merge of two branches (10,000 objects, 1,000 changes a side) vs git merge (merge-ort)"
 	@echo "make tools                  build kubectl and openapi-gen from hack/tools into .cache/bin"
 	@echo "make kube-binaries          build kube-apiserver and kube-controller-manager $(KUBE_VERSION) from hack/kube into .cache/bin"
+	@echo "make image                  build the syncer's container image $(SYNCER_IMAGE) (needs docker)"
 	@echo "make generate               regenerate $(OPENAPI_OUT)/zz_generated.openapi.go with openapi-gen"
 	@echo "make clean                  remove bin/ and .cache/ (not the data in $(DATA_DIR))"
 
@@ -134,6 +140,18 @@ bench-server:
 	$(GO) build -o $(BIN)/bench-server ./hack/bench-server
 	$(BIN)/bench-server $(BENCH_SERVER_FLAGS)
 
+# make bench-merge: flags for hack/bench-merge (-objects, -changes, -runs, -cpuprofile).
+BENCH_MERGE_FLAGS ?=
+bench-merge:
+	$(GO) build -o $(BIN)/bench-merge ./hack/bench-merge
+	$(BIN)/bench-merge $(BENCH_MERGE_FLAGS)
+
+# make bench-syncer: flags for hack/bench-syncer (-objects, -deployments, -updates, -workers, -qps, -cpuprofile; see -help).
+BENCH_SYNCER_FLAGS ?=
+bench-syncer: kube-binaries
+	$(GO) build -o $(BIN)/bench-syncer ./hack/bench-syncer
+	KUBE_APISERVER=$(KUBE_APISERVER) KUBE_CONTROLLER_MANAGER=$(KUBE_CONTROLLER_MANAGER) $(BIN)/bench-syncer $(BENCH_SYNCER_FLAGS)
+
 run: build
 	$(BIN)/heaven-server --data-dir $(DATA_DIR) $(RUN_FLAGS)
 
@@ -164,6 +182,12 @@ generate: $(OPENAPI_GEN)
 		--output-file zz_generated.openapi.go \
 		--report-filename $(OPENAPI_OUT)/violation_exceptions.list \
 		$(OPENAPI_PKGS)
+
+# The syncer's container image, which the cluster controller installs
+# (heaven-server --syncer-image); with kind: kind load docker-image $(SYNCER_IMAGE).
+SYNCER_IMAGE ?= heaven-syncer:latest
+image:
+	docker build -f cmd/syncer/Dockerfile -t $(SYNCER_IMAGE) .
 
 clean:
 	rm -rf $(BIN) $(CURDIR)/.cache

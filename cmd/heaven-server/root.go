@@ -37,7 +37,8 @@ use. Events and leases are ephemeral: they live in an embedded etcd (or
 --etcd-servers), never in git.
 
 "heaven-server store" serves the git repository through the etcd v3 API alone,
-for etcd clients and stock kube-apiservers.`,
+for etcd clients and stock kube-apiservers. "heaven-server syncer-manifests"
+prints what installs a syncer in a physical cluster.`,
 		SilenceUsage: true,
 		Args:         cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -62,5 +63,6 @@ for etcd clients and stock kube-apiservers.`,
 	klog.InitFlags(gofs)
 	cmd.PersistentFlags().AddGoFlagSet(gofs)
 	cmd.AddCommand(NewStoreCommand())
+	cmd.AddCommand(NewSyncerManifestsCommand())
 	return cmd
 }

@@ -22,7 +22,11 @@ func NewCommand() *cobra.Command {
 It talks to one heaven (--upstream-kubeconfig, whose server URL ends in
 /clusters/<heaven>) and to one physical cluster (--downstream-kubeconfig, or
 the in-cluster configuration when it runs inside that cluster), on behalf of
-the SyncTarget named by --sync-target, which must exist in the heaven.
+the SyncTarget named by --sync-target. SyncTargets live in the root heaven
+(/clusters/root on the same server, or --sync-target-server) and name the
+heaven they sync in spec.heaven, which must be this syncer's heaven. The
+credentials of --upstream-kubeconfig are used for both; the ones heaven-server
+issues to a syncer reach only its heaven and its SyncTarget.
 
 For every resource it syncs (--resources plus the SyncTarget's
 spec.resources, each resource.group):
@@ -43,8 +47,10 @@ a built-in type of a dotted group becomes a CRD with the schema from the
 cluster's OpenAPI v3. Resources that cannot be synced are reported in the
 SyncTarget's status.resources; the others are synced meanwhile.
 
-Every --heartbeat-interval the syncer writes its heartbeat, the state of
-each resource and object counts into the SyncTarget's status. /healthz,
+Every --heartbeat-interval (or the SyncTarget's spec.heartbeatInterval) the
+syncer writes its heartbeat, the state of each resource and object counts
+into the SyncTarget's status; heaven-server's cluster controller marks the
+target not Ready after three intervals without one. /healthz,
 /readyz and /metrics are served on --metrics-bind-address.
 
 Example:

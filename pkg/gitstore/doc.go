@@ -21,7 +21,10 @@
 // so the first-parent chain, and with it every revision, only grows. The same
 // function (applyCommit) gives revisions when the store picks a commit up
 // live and when it rebuilds its index from the branch, so revisions,
-// create revisions and versions are the same after a restart.
+// create revisions and versions are the same after a restart. A commit
+// that changes no value file takes no revision: a README pushed, or a merge
+// that only joins histories (MergeRequest.Join, for a git remote that must
+// find its head in ours).
 //
 // # Writes
 //

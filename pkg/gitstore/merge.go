@@ -33,6 +33,12 @@ type MergeRequest struct {
 	// Message is the commit's subject (its first line counts); the store
 	// adds a line per write and the revision trailer (commitmsg.go).
 	Message string
+	// Join writes the merge commit even when it has no changes, so that
+	// SecondParent becomes part of the branch's history: a git remote the
+	// branch is pushed to takes only a head that descends from its own.
+	// A merge commit without changes takes no revision and no watcher
+	// sees it, as a pushed commit that changes no value file.
+	Join bool
 }
 
 // MergeResult says what Merge wrote.
@@ -50,6 +56,7 @@ type mergeIntent struct {
 	expected plumbing.Hash
 	second   plumbing.Hash
 	subject  string
+	join     bool          // written even without changes (MergeRequest.Join)
 	commit   plumbing.Hash // set by persist: the merge commit
 }
 
@@ -64,10 +71,10 @@ type mergeIntent struct {
 // If the branch took any write since req.ExpectedHead, Merge writes
 // nothing and returns ErrHeadMoved: a write that landed meanwhile is never
 // overwritten by a merge computed without it. A request without changes
-// writes nothing. A branch without commits cannot take a merge (its first
-// parent would be missing).
+// writes nothing, unless it is to Join. A branch without commits cannot
+// take a merge (its first parent would be missing).
 func (b *Branch) Merge(ctx context.Context, req MergeRequest) (MergeResult, error) {
-	if len(req.Puts) == 0 && len(req.Deletes) == 0 {
+	if len(req.Puts) == 0 && len(req.Deletes) == 0 && !req.Join {
 		return MergeResult{Revision: b.Revision()}, nil
 	}
 	if req.ExpectedHead.IsZero() {
@@ -83,7 +90,7 @@ func (b *Branch) Merge(ctx context.Context, req MergeRequest) (MergeResult, erro
 	if err != nil {
 		return MergeResult{}, err
 	}
-	m := &mergeIntent{expected: req.ExpectedHead, second: req.SecondParent, subject: mergeSubject(req)}
+	m := &mergeIntent{expected: req.ExpectedHead, second: req.SecondParent, subject: mergeSubject(req), join: req.Join}
 	resp, err := b.submit(ctx, &writeRequest{txn: txn, merge: m})
 	if err != nil {
 		return MergeResult{}, err
@@ -135,11 +142,16 @@ func mergeSubject(req MergeRequest) string {
 
 // message renders the merge commit's message: the subject, then a line per
 // write (always, even for one, since the subject is not one of ours) and
-// the revision trailer, as parseCommitOps reads them back.
+// the revision trailer, as parseCommitOps reads them back. A merge without
+// writes (Join) is its subject alone: no trailer, so no revision.
 func (m *mergeIntent) message(ops []commitOp) string {
 	var s strings.Builder
 	s.WriteString(m.subject)
-	s.WriteString("\n\n")
+	s.WriteString("\n")
+	if len(ops) == 0 {
+		return s.String()
+	}
+	s.WriteString("\n")
 	for _, op := range ops {
 		fmt.Fprintf(&s, "%d %s %s\n", op.rev, op.kind, op.stem)
 	}

@@ -220,6 +220,42 @@ func TestMergeWithoutChangesWritesNothing(t *testing.T) {
 	assert.Equal(t, head, main.Head())
 }
 
+// A joining merge without changes puts the source into the branch's
+// history without a revision: nothing to watch, and a restart rebuilds the
+// same revisions.
+func TestMergeJoinWithoutChangesTakesNoRevision(t *testing.T) {
+	repo, main, side, dir := forkedPair(t)
+	ctx := context.Background()
+	put(t, side, "/core/configmaps/default/d", `{"v":"d0"}`+"\n")
+	put(t, main, "/core/configmaps/default/d", `{"v":"d0"}`+"\n") // the same change on both sides
+	rev, head := main.Revision(), main.Head()
+	w, err := main.Watch(ctx, WatchRequest{Key: []byte("/"), RangeEnd: []byte("\x00"), StartRevision: rev + 1})
+	require.NoError(t, err)
+	defer w.Close()
+
+	res, err := main.Merge(ctx, MergeRequest{ExpectedHead: head, SecondParent: side.Head(), Join: true, Message: "join side"})
+	require.NoError(t, err)
+	require.False(t, res.Commit.IsZero())
+	assert.Equal(t, rev, res.Revision)
+	assert.Equal(t, rev, main.Revision())
+	assert.Equal(t, res.Commit, main.Head())
+	waitGitRef(t, dir, "main", res.Commit)
+	assert.Equal(t, head.String()+" "+side.Head().String(), strings.TrimSpace(git(t, dir, "log", "-1", "--format=%P", "main")))
+	assert.Equal(t, "join side", strings.TrimSpace(git(t, dir, "log", "-1", "--format=%B", "main")))
+	select {
+	case resp := <-w.Responses():
+		t.Fatalf("a joining merge without changes is not an event: %v", resp)
+	case <-time.After(100 * time.Millisecond):
+	}
+
+	next := put(t, main, "/core/configmaps/default/e", `{"v":"e0"}`)
+	assert.Equal(t, rev+1, next)
+	require.NoError(t, repo.CloseBranch("main"))
+	reopened, err := repo.Branch(ctx, "main")
+	require.NoError(t, err)
+	assert.Equal(t, next, reopened.Revision(), "a rebuild gives the same revisions")
+}
+
 func TestMergeRejectsBadRequests(t *testing.T) {
 	_, main, side, _ := forkedPair(t)
 	ctx := context.Background()

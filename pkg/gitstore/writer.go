@@ -273,16 +273,19 @@ func (b *Branch) persist(batch []*writeRequest) error {
 	var lastGitRev int64
 	inCommit := map[string]bool{}
 	commit := func(m *mergeIntent) error {
-		if len(ops) == 0 {
+		if len(ops) == 0 && (m == nil || !m.join) {
 			return nil
 		}
 		tree, err := b.mirror.flush(wb)
 		if err != nil {
 			return err
 		}
-		msg, parents := commitMessage(ops), []plumbing.Hash{head}
+		var msg string
+		parents := []plumbing.Hash{head}
 		if m != nil {
 			msg, parents = m.message(ops), append(parents, m.second)
+		} else {
+			msg = commitMessage(ops)
 		}
 		h, err := wb.AddCommit(b.newCommit(tree, msg, parents...))
 		if err != nil {
@@ -332,6 +335,11 @@ func (b *Branch) persist(batch []*writeRequest) error {
 		}
 		if b.opts.OnCommit != nil {
 			b.opts.OnCommit(b.name, len(batch), time.Since(began))
+		}
+		if lastGitRev == 0 {
+			// Only commits without writes (a joining merge): git holds
+			// the same revision as before.
+			lastGitRev = b.chain[b.head]
 		}
 		b.mu.Lock() // Head() reads head
 		b.head, b.tree = head, b.mirror.root.hash

@@ -85,8 +85,13 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	r = r.WithContext(request.WithUser(ctx, u))
+	scope, scoped := scopeOf(u)
 
 	if !strings.HasPrefix(r.URL.Path, ClustersPrefix) {
+		if scoped && !f.public[r.URL.Path] {
+			writeStatus(w, r, scope.forbidden(u, r))
+			return
+		}
 		f.root.ServeHTTP(w, r)
 		return
 	}
@@ -96,7 +101,13 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, r, apierrors.NewBadRequest(err.Error()))
 		return
 	}
-	f.serveHeaven(w, r, name, strings.TrimPrefix(r.URL.Path, ClustersPrefix+name))
+	path := strings.TrimPrefix(r.URL.Path, ClustersPrefix+name)
+	if scoped && !scope.allows(name, path, r.URL.RawPath != "", r.Method, r.URL.Query()) {
+		klog.V(2).InfoS("Forbidden request of a scoped user", "user", u.GetName(), "method", r.Method, "path", r.URL.Path)
+		writeStatus(w, r, scope.forbidden(u, r))
+		return
+	}
+	f.serveHeaven(w, r, name, path)
 }
 
 // serveHeaven hands a request to the heaven's API server. Requests from

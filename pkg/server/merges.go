@@ -44,10 +44,14 @@ func (s *Server) startMergeController(ctx context.Context, cfg *rest.Config) {
 	go ctrl.Run(ctx, 2)
 }
 
-// branchMoved is the git store's OnHead: merges from the branch run now.
-func (s *Server) branchMoved(branch string, _ plumbing.Hash) {
+// branchMoved is the git store's OnHead: merges from the branch run now,
+// and so does the exchange with the heaven's git remote.
+func (s *Server) branchMoved(branch string, head plumbing.Hash) {
 	if ctrl := s.mergeCtrl.Load(); ctrl != nil {
 		ctrl.BranchMoved(branch)
+	}
+	if ctrl := s.remoteCtrl.Load(); ctrl != nil {
+		ctrl.BranchMoved(branch, head)
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/heaven-dev/heaven/pkg/syncer/install"
 )
 
 // Storage backends for objects that are not ephemeral.
@@ -32,6 +34,11 @@ type Options struct {
 	ShutdownTimeout    time.Duration
 
 	MergeController bool
+	// RemoteController runs the controller of Heavens' git remotes.
+	RemoteController bool
+
+	ClusterController bool
+	SyncerImage       string
 }
 
 // NewOptions returns the defaults: everything embedded, data in ./.heaven.
@@ -47,6 +54,9 @@ func NewOptions() *Options {
 		CompactionInterval: 5 * time.Minute,
 		ShutdownTimeout:    30 * time.Second,
 		MergeController:    true,
+		RemoteController:   true,
+		ClusterController:  true,
+		SyncerImage:        install.DefaultImage,
 	}
 }
 
@@ -75,6 +85,12 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"How long to wait for requests and heavens to finish on SIGTERM.")
 	fs.BoolVar(&o.MergeController, "merge-controller", o.MergeController,
 		"Run the controller of AutomatedMerge objects (heaven.dev) in the root heaven: merges of heavens' branches into others. Needs --storage=git.")
+	fs.BoolVar(&o.RemoteController, "remote-controller", o.RemoteController,
+		"Run the controller of git remotes of Heaven objects (spec.remote): fetch the remote branch, merge it into the heaven, push the heaven back, at spec.remote.interval and on every change. Needs --storage=git.")
+	fs.BoolVar(&o.ClusterController, "cluster-controller", o.ClusterController,
+		"Run the controller of SyncTarget objects (heaven.dev) in the root heaven: it installs each target's syncer in its physical cluster (with the kubeconfig of spec.kubeconfigSecretRef and a credential for the target's heaven only), marks targets Ready while their syncer heartbeats, and uninstalls the syncer when the SyncTarget is deleted.")
+	fs.StringVar(&o.SyncerImage, "syncer-image", o.SyncerImage,
+		"Container image of the syncer that the cluster controller installs (make image builds "+install.DefaultImage+").")
 }
 
 // Validate returns every problem of the options.
@@ -97,6 +113,9 @@ func (o *Options) Validate() []error {
 	}
 	if o.CompactionInterval < 0 {
 		errs = append(errs, fmt.Errorf("--compaction-interval must not be negative"))
+	}
+	if o.ClusterController && o.SyncerImage == "" {
+		errs = append(errs, fmt.Errorf("--syncer-image must not be empty"))
 	}
 	for _, r := range o.EphemeralResources {
 		if gr := schema.ParseGroupResource(r); gr.Resource == "" {

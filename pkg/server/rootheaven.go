@@ -20,7 +20,7 @@ import (
 )
 
 // startRoot starts the root heaven, installs heaven.dev's CRDs in it and
-// runs the Heaven controller until ctx ends.
+// runs the Heaven, AutomatedMerge and SyncTarget controllers until ctx ends.
 func (s *Server) startRoot(ctx context.Context) (*heavenctrl.Controller, error) {
 	s.heavens.pinned[RootHeaven] = true
 	if _, _, err := s.heavens.acquire(ctx, RootHeaven, false, true); err != nil {
@@ -37,11 +37,14 @@ func (s *Server) startRoot(ctx context.Context) (*heavenctrl.Controller, error) 
 			_, _, err := s.heavens.acquire(ctx, name, false, true)
 			return err
 		},
+		Clone:  s.cloneRemote,
 		Stop:   s.heavens.stopHeaven,
 		Delete: s.deleteBranch,
 	}, time.Minute)
 	go ctrl.Run(ctx, 2)
 	go s.startMergeController(ctx, cfg) // not in the way of serving heavens
+	go s.startRemoteController(ctx, cfg)
+	go s.startClusterController(ctx, cfg)
 	return ctrl, nil
 }
 

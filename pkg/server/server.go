@@ -25,6 +25,7 @@ import (
 
 	mergectrl "github.com/heaven-dev/heaven/pkg/controllers/automatedmerge"
 	heavenctrl "github.com/heaven-dev/heaven/pkg/controllers/heaven"
+	remotectrl "github.com/heaven-dev/heaven/pkg/controllers/remote"
 	"github.com/heaven-dev/heaven/pkg/heavenapi"
 	"github.com/heaven-dev/heaven/pkg/server/pki"
 	"github.com/heaven-dev/heaven/pkg/server/storage"
@@ -71,6 +72,7 @@ type Server struct {
 	heavenCtrl atomic.Pointer[heavenctrl.Controller]
 	rootReady  chan struct{} // closed once heavenCtrl is set
 	mergeCtrl  atomic.Pointer[mergectrl.Controller]
+	remoteCtrl atomic.Pointer[remotectrl.Controller]
 }
 
 // New opens the data directory, the stores and the HTTPS listener; Run

@@ -13,8 +13,9 @@ import (
 type Config struct {
 	Options
 	// Upstream is the heaven's client configuration, Downstream the
-	// physical cluster's.
-	Upstream, Downstream *rest.Config
+	// physical cluster's, Root that of the heaven holding the SyncTarget
+	// (Upstream's credentials, --sync-target-server).
+	Upstream, Downstream, Root *rest.Config
 	// Resources is the --resources flag, parsed.
 	Resources []schema.GroupResource
 	// MetricsListener serves /healthz and /metrics; nil disables them.
@@ -48,6 +49,12 @@ func (o *Options) Config() (*Config, error) {
 			return nil, fmt.Errorf("--heaven not given and %w", err)
 		}
 	}
+	c.Root = rest.CopyConfig(c.Upstream)
+	if c.Root.Host = o.SyncTargetServer; c.Root.Host == "" {
+		if c.Root.Host, err = RootURL(c.Upstream.Host); err != nil {
+			return nil, fmt.Errorf("--sync-target-server not given and %w", err)
+		}
+	}
 	for _, r := range o.Resources {
 		c.Resources = append(c.Resources, schema.ParseGroupResource(r))
 	}
@@ -68,7 +75,7 @@ func loadKubeconfig(path, context string) (*rest.Config, error) {
 
 // Complete fills in client defaults: rate limits and user agents.
 func (c *Config) Complete() CompletedConfig {
-	for _, cfg := range []*rest.Config{c.Upstream, c.Downstream} {
+	for _, cfg := range []*rest.Config{c.Upstream, c.Downstream, c.Root} {
 		cfg.QPS, cfg.Burst = c.QPS, c.Burst
 		cfg.UserAgent = "heaven-syncer/" + c.SyncTarget
 	}

@@ -21,9 +21,9 @@ import (
 // namespaces carrying both, and its downstream informers select on them.
 const (
 	// HeavenLabel names the heaven an object or namespace was synced from.
-	HeavenLabel = "heaven.dev/heaven"
+	HeavenLabel = v1alpha1.HeavenLabel
 	// SyncTargetLabel names the SyncTarget whose syncer created it.
-	SyncTargetLabel = "heaven.dev/sync-target"
+	SyncTargetLabel = v1alpha1.SyncTargetLabel
 	// UpstreamNamespaceLabel on a downstream namespace names the heaven's
 	// namespace it stands for.
 	UpstreamNamespaceLabel = "heaven.dev/upstream-namespace"
@@ -133,6 +133,25 @@ func HeavenFromURL(server string) (string, error) {
 		return "", fmt.Errorf("server %q does not end in /clusters/<heaven>", server)
 	}
 	return parts[len(parts)-1], nil
+}
+
+// RootHeaven is the heaven holding SyncTargets.
+const RootHeaven = "root"
+
+// RootURL is the URL of the root heaven on the server of a heaven's URL:
+// server with its final /clusters/<heaven> replaced by /clusters/root.
+func RootURL(server string) (string, error) {
+	if _, err := HeavenFromURL(server); err != nil {
+		return "", err
+	}
+	u, err := url.Parse(server)
+	if err != nil {
+		return "", err
+	}
+	path := strings.TrimRight(u.Path, "/")
+	u.Path = path[:strings.LastIndex(path, "/")+1] + RootHeaven
+	u.RawPath = ""
+	return u.String(), nil
 }
 
 // parseGroupResource parses "resource.group".

@@ -54,3 +54,19 @@ func TestOptionsValidate(t *testing.T) {
 	o.HeartbeatInterval = 0
 	assert.Len(t, o.Validate(), 4)
 }
+
+func TestRootURL(t *testing.T) {
+	for server, want := range map[string]string{
+		"https://127.0.0.1:6443/clusters/team-a":         "https://127.0.0.1:6443/clusters/root",
+		"https://127.0.0.1:6443/clusters/team-a/":        "https://127.0.0.1:6443/clusters/root",
+		"https://h.example/prefix/clusters/team-a":       "https://h.example/prefix/clusters/root",
+		"https://h.example/clusters/root":                "https://h.example/clusters/root",
+		"https://h.example:443/clusters/team-a?x=1#frag": "https://h.example:443/clusters/root?x=1#frag",
+	} {
+		got, err := RootURL(server)
+		require.NoError(t, err, server)
+		assert.Equal(t, want, got, server)
+	}
+	_, err := RootURL("https://127.0.0.1:6443")
+	assert.Error(t, err)
+}

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -40,6 +42,13 @@ func (t *syncedType) synced() bool { return t.up.HasSynced() && t.down.HasSynced
 // notSyncedRetry is how soon a key is looked at again while the informers
 // of its type are still listing.
 const notSyncedRetry = 200 * time.Millisecond
+
+// maxUnreachableRetry bounds the backoff of a key that failed because a
+// side did not answer (or answered that it is unavailable or overloaded).
+// The queue's own backoff doubles up to many minutes; bounded, every such
+// key is retried within this long of the side coming back, however long it
+// was away.
+const maxUnreachableRetry = 10 * time.Second
 
 // startType starts the informers of a resource: every object of it in the
 // heaven (the label filter is applied by the event handlers, so that a
@@ -181,6 +190,12 @@ func (s *Syncer) processNextObject(ctx context.Context) bool {
 		reconcilesMetric.WithLabelValues(append(labels, "error")...).Inc()
 		s.recordFailure(ctx, key, err)
 		s.queue.AddRateLimited(key)
+		if unreachable(err) {
+			// AddRateLimited counts the failure, AddAfter bounds the wait:
+			// a key waiting in the queue is taken back at the earlier of
+			// the two.
+			s.queue.AddAfter(key, maxUnreachableRetry)
+		}
 		return true
 	}
 	reconcilesMetric.WithLabelValues(append(labels, "success")...).Inc()
@@ -190,6 +205,20 @@ func (s *Syncer) processNextObject(ctx context.Context) bool {
 		s.queue.AddAfter(key, after)
 	}
 	return true
+}
+
+// unreachable reports whether err says that a side could not be reached
+// or could not serve the request for now, rather than that it refused the
+// request.
+func unreachable(err error) bool {
+	if apierrors.IsServiceUnavailable(err) || apierrors.IsTooManyRequests(err) ||
+		apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) {
+		return true
+	}
+	// Transport failures (refused, reset, timed out, TLS) come as
+	// *url.Error, a net.Error.
+	var netErr net.Error
+	return errors.As(err, &netErr) || errors.Is(err, context.DeadlineExceeded) || utilnet.IsProbableEOF(err)
 }
 
 // recordFailure logs a failed reconciliation, remembers it for the

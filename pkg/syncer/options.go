@@ -5,8 +5,9 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
 )
 
 // Options are the syncer's flags.
@@ -17,6 +18,7 @@ type Options struct {
 	DownstreamContext    string
 	Heaven               string
 	SyncTarget           string
+	SyncTargetServer     string
 	Resources            []string
 
 	HeartbeatInterval  time.Duration
@@ -30,7 +32,7 @@ type Options struct {
 // NewOptions returns the defaults.
 func NewOptions() *Options {
 	return &Options{
-		HeartbeatInterval:  20 * time.Second,
+		HeartbeatInterval:  v1alpha1.DefaultHeartbeatInterval,
 		TypeResyncInterval: time.Minute,
 		Workers:            4,
 		QPS:                100,
@@ -52,11 +54,13 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Heaven, "heaven", o.Heaven,
 		"Name of the upstream heaven, used in downstream namespace names and owner labels. Empty: the <heaven> of the upstream server URL.")
 	fs.StringVar(&o.SyncTarget, "sync-target", o.SyncTarget,
-		"Name of the SyncTarget in the heaven that this syncer serves: it syncs objects labelled heaven.dev/cluster=<name> and heartbeats into the SyncTarget's status. Required.")
+		"Name of the SyncTarget (in the root heaven) that this syncer serves: it syncs the heaven's objects labelled heaven.dev/cluster=<name> and heartbeats into the SyncTarget's status. Required.")
+	fs.StringVar(&o.SyncTargetServer, "sync-target-server", o.SyncTargetServer,
+		"URL of the heaven holding the SyncTarget, reached with the credentials of --upstream-kubeconfig. Empty: the upstream server URL with /clusters/<heaven> replaced by /clusters/root.")
 	fs.StringSliceVar(&o.Resources, "resources", o.Resources,
 		"Resources to sync, each resource.group (core resources without a group), e.g. configmaps,deployments.apps. Added to the SyncTarget's spec.resources.")
 	fs.DurationVar(&o.HeartbeatInterval, "heartbeat-interval", o.HeartbeatInterval,
-		"How often the syncer writes its heartbeat (and object counts) into the SyncTarget's status.")
+		"How often the syncer writes its heartbeat (and object counts) into the SyncTarget's status, unless the SyncTarget's spec.heartbeatInterval says otherwise.")
 	fs.DurationVar(&o.TypeResyncInterval, "type-resync-interval", o.TypeResyncInterval,
 		"How often the requested resources are looked up again on both sides (new CRDs in the cluster, types that could not be synced before). Changes of the SyncTarget's spec.resources are acted on at once.")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "Objects reconciled in parallel.")
@@ -83,7 +87,7 @@ func (o *Options) Validate() []error {
 		}
 	}
 	for _, r := range o.Resources {
-		if err := validateResource(r); err != nil {
+		if err := ValidateResource(r); err != nil {
 			errs = append(errs, fmt.Errorf("--resources: %w", err))
 		}
 	}
@@ -102,19 +106,5 @@ func (o *Options) Validate() []error {
 	return errs
 }
 
-// validateResource checks a resource.group string.
-func validateResource(r string) error {
-	gr := schema.ParseGroupResource(r)
-	if gr.Resource == "" {
-		return fmt.Errorf("%q names no resource", r)
-	}
-	if msgs := validation.IsDNS1123Label(gr.Resource); len(msgs) > 0 {
-		return fmt.Errorf("%q: resource %v", r, msgs)
-	}
-	if gr.Group != "" {
-		if msgs := validation.IsDNS1123Subdomain(gr.Group); len(msgs) > 0 {
-			return fmt.Errorf("%q: group %v", r, msgs)
-		}
-	}
-	return nil
-}
+// ValidateResource checks a resource.group string.
+func ValidateResource(r string) error { return v1alpha1.ValidateResource(r) }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,6 +16,48 @@ import (
 
 	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
 )
+
+// runHeartbeat heartbeats every heartbeatInterval until ctx ends.
+func (s *Syncer) runHeartbeat(ctx context.Context) {
+	for {
+		s.heartbeat(ctx)
+		t := time.NewTimer(s.heartbeatInterval())
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// heartbeatInterval is the SyncTarget's spec.heartbeatInterval, else
+// --heartbeat-interval: the cluster controller judges heartbeats by the
+// former, so a syncer run by hand follows it too.
+func (s *Syncer) heartbeatInterval() time.Duration {
+	if target := s.cachedTarget(); target != nil {
+		return target.Spec.HeartbeatIntervalOr(s.cfg.HeartbeatInterval)
+	}
+	return s.cfg.HeartbeatInterval
+}
+
+// cachedTarget is the SyncTarget from the cache, nil if not there (yet)
+// or not decodable.
+func (s *Syncer) cachedTarget() *v1alpha1.SyncTarget {
+	obj, ok, _ := s.target.GetStore().GetByKey(s.id.target)
+	if !ok {
+		return nil
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return nil
+	}
+	var target v1alpha1.SyncTarget
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &target); err != nil {
+		return nil
+	}
+	return &target
+}
 
 // heartbeat writes the heartbeat, the resources' states and object counts
 // into the SyncTarget's status.
@@ -38,7 +81,7 @@ func (s *Syncer) writeStatus(ctx context.Context, heartbeat bool) error {
 	s.statusMu.Lock()
 	defer s.statusMu.Unlock()
 	resources := s.resourceStatuses()
-	client := s.up.dynamic.Resource(v1alpha1.SyncTargetsResource)
+	client := s.root.Resource(v1alpha1.SyncTargetsResource)
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		u, err := client.Get(ctx, s.id.target, metav1.GetOptions{})
 		if err != nil {
@@ -84,12 +127,13 @@ func (s *Syncer) fillStatus(status *v1alpha1.SyncTargetStatus, resources []v1alp
 	}
 	meta.SetStatusCondition(&status.Conditions, synced)
 
-	ready := metav1.Condition{Type: v1alpha1.SyncTargetReady, Status: metav1.ConditionTrue, ObservedGeneration: generation,
-		Reason: "SyncerReady", Message: "the syncer reaches the heaven and the physical cluster"}
+	// Ready is the cluster controller's: it folds this in.
+	reachable := metav1.Condition{Type: v1alpha1.SyncTargetClusterReachable, Status: metav1.ConditionTrue, ObservedGeneration: generation,
+		Reason: "ClusterReachable", Message: "the syncer reaches the physical cluster"}
 	if errp := s.downstreamErr.Load(); errp != nil {
-		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, "ClusterUnreachable", (*errp).Error()
+		reachable.Status, reachable.Reason, reachable.Message = metav1.ConditionFalse, "ClusterUnreachable", (*errp).Error()
 	}
-	meta.SetStatusCondition(&status.Conditions, ready)
+	meta.SetStatusCondition(&status.Conditions, reachable)
 }
 
 func notSynced(resources []v1alpha1.ResourceSyncStatus) []string {

@@ -54,6 +54,8 @@ type Syncer struct {
 	id  identity
 
 	up, down sides
+	// root reaches the heaven holding the SyncTarget.
+	root dynamic.Interface
 
 	recorder    record.EventRecorder
 	broadcaster record.EventBroadcaster
@@ -61,7 +63,8 @@ type Syncer struct {
 	// namespaces caches the downstream namespaces this syncer owns,
 	// upNamespaces the heaven's namespaces.
 	namespaces, upNamespaces cache.SharedIndexInformer
-	// target caches the SyncTarget (for spec.resources).
+	// target caches the SyncTarget (for spec.resources and
+	// spec.heartbeatInterval), from root.
 	target cache.SharedIndexInformer
 
 	queue     workqueue.TypedRateLimitingInterface[objectKey]
@@ -112,12 +115,17 @@ func (c CompletedConfig) New() (*Syncer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("downstream: %w", err)
 	}
+	root, err := dynamic.NewForConfig(c.Root)
+	if err != nil {
+		return nil, fmt.Errorf("root: %w", err)
+	}
 	registerMetrics()
 	s := &Syncer{
 		cfg:  c,
 		id:   identity{heaven: c.Heaven, target: c.SyncTarget},
 		up:   up,
 		down: down,
+		root: root,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[objectKey](),
 			workqueue.TypedRateLimitingQueueConfig[objectKey]{Name: "syncer_objects"}),
 		typeQueue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
@@ -135,7 +143,7 @@ func (c CompletedConfig) New() (*Syncer, error) {
 	).Core().V1().Namespaces().Informer()
 	s.upNamespaces = informers.NewSharedInformerFactory(up.kube, 0).Core().V1().Namespaces().Informer()
 	s.addNamespaceGCHandlers()
-	s.target = dynamicinformer.NewFilteredDynamicInformer(up.dynamic, v1alpha1.SyncTargetsResource, "", 0, cache.Indexers{},
+	s.target = dynamicinformer.NewFilteredDynamicInformer(root, v1alpha1.SyncTargetsResource, "", 0, cache.Indexers{},
 		func(o *metav1.ListOptions) {
 			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", c.SyncTarget).String()
 		},
@@ -214,7 +222,7 @@ func (s *Syncer) Run(ctx context.Context) error {
 	for range s.cfg.Workers {
 		wg.Go(func() { wait.UntilWithContext(ctx, s.runObjectWorker, time.Second) })
 	}
-	wg.Go(func() { wait.UntilWithContext(ctx, s.heartbeat, s.cfg.HeartbeatInterval) })
+	wg.Go(func() { s.runHeartbeat(ctx) })
 
 	select {
 	case <-ctx.Done():

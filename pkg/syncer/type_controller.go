@@ -67,6 +67,12 @@ func (s *Syncer) processNextTypes(ctx context.Context) bool {
 // every resource's state in the SyncTarget's status. A resource that
 // cannot be synced never holds up the others.
 func (s *Syncer) reconcileTypes(ctx context.Context) (pending bool, err error) {
+	if !s.target.HasSynced() {
+		return true, nil // spec.resources and spec.heaven are not known yet
+	}
+	if target := s.cachedTarget(); target != nil && target.Spec.Heaven != "" && target.Spec.Heaven != s.id.heaven {
+		return false, fmt.Errorf("SyncTarget %s is for heaven %s, not %s: nothing is synced", s.id.target, target.Spec.Heaven, s.id.heaven)
+	}
 	wanted, invalid := s.wantedResources()
 	down, err := newDiscoverySnapshot(ctx, s.down.discovery)
 	s.setDownstreamErr(err)
@@ -122,7 +128,7 @@ func (s *Syncer) wantedResources() ([]schema.GroupResource, map[string]string) {
 		if u, ok := obj.(*unstructured.Unstructured); ok {
 			resources, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "resources")
 			for _, r := range resources {
-				if err := validateResource(r); err != nil {
+				if err := ValidateResource(r); err != nil {
 					invalid[r] = err.Error()
 					continue
 				}

@@ -11,14 +11,14 @@ import (
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/yaml"
 
-	"github.com/heaven-dev/heaven/config/crds"
 	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
 	"github.com/heaven-dev/heaven/pkg/server"
 )
@@ -104,15 +104,22 @@ func (hs *heavenServer) writeKubeconfig(heaven string) string {
 	return path
 }
 
-// installSyncTargetCRD installs the SyncTarget CRD of config/crds in heaven
-// (heaven-server installs it in root only) and waits until it is served.
-func (hs *heavenServer) installSyncTargetCRD(heaven string) {
+// createSyncTarget creates a SyncTarget in root, once root serves them
+// (heaven-server installs its CRDs one after the other).
+func (hs *heavenServer) createSyncTarget(st *v1alpha1.SyncTarget) {
 	hs.t.Helper()
-	data, err := crds.FS.ReadFile("heaven.dev_synctargets.yaml")
+	st.TypeMeta = metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "SyncTarget"}
+	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(st)
 	require.NoError(hs.t, err)
-	var crd apiextensionsv1.CustomResourceDefinition
-	require.NoError(hs.t, yaml.UnmarshalStrict(data, &crd))
-	createCRD(hs.t, hs.crds(heaven), &crd)
+	client := hs.dynamic(server.RootHeaven).Resource(v1alpha1.SyncTargetsResource)
+	syncEventually(hs.t, "SyncTarget "+st.Name+" created", func(ctx context.Context) error {
+		_, err := client.Create(ctx, &unstructured.Unstructured{Object: raw}, metav1.CreateOptions{})
+		if apierrors.IsNotFound(err) {
+			return err // not served yet
+		}
+		require.NoError(hs.t, err)
+		return nil
+	})
 }
 
 // createCRD creates crd (if missing) and waits until it is established.

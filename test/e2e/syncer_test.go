@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"sort"
 	"strings"
 	"testing"
@@ -30,6 +29,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
+	"github.com/heaven-dev/heaven/pkg/server"
 	"github.com/heaven-dev/heaven/pkg/syncer"
 	"github.com/heaven-dev/heaven/test/e2e/framework"
 )
@@ -112,14 +112,16 @@ func TestSyncer(t *testing.T) {
 			}
 			return nil
 		}).Status.LastSyncerHeartbeatTime.Time
-		st := e.waitSyncTarget("a later heartbeat", func(st *v1alpha1.SyncTarget) error {
+		// Ready is heaven-server's cluster controller's verdict on the
+		// heartbeat.
+		st := e.waitSyncTarget("a later heartbeat, Ready", func(st *v1alpha1.SyncTarget) error {
 			if !st.Status.LastSyncerHeartbeatTime.After(first) {
 				return fmt.Errorf("heartbeat still %v", first)
 			}
-			return nil
+			return expect(meta.IsStatusConditionTrue(st.Status.Conditions, v1alpha1.SyncTargetReady), "conditions %+v", st.Status.Conditions)
 		})
 		assert.True(t, meta.IsStatusConditionTrue(st.Status.Conditions, v1alpha1.SyncTargetSyncerHeartbeat))
-		assert.True(t, meta.IsStatusConditionTrue(st.Status.Conditions, v1alpha1.SyncTargetReady))
+		assert.True(t, meta.IsStatusConditionTrue(st.Status.Conditions, v1alpha1.SyncTargetClusterReachable))
 		synced := meta.FindStatusCondition(st.Status.Conditions, v1alpha1.SyncTargetResourcesSynced)
 		require.NotNil(t, synced)
 		assert.Equal(t, metav1.ConditionFalse, synced.Status)
@@ -379,9 +381,10 @@ func TestSyncer(t *testing.T) {
 	})
 
 	t.Run("two heavens sync the same namespace to one cluster without colliding", func(t *testing.T) {
-		other := &syncEnv{t: t, hs: hs, phys: phys, heaven: "team-b", target: target, ns: ns,
+		// SyncTargets live in root: team-b's is another one.
+		other := &syncEnv{t: t, hs: hs, phys: phys, heaven: "team-b", target: target + "-b", ns: ns,
 			up: hs.kube("team-b"), upDyn: hs.dynamic("team-b"), down: e.down, downDyn: e.downDyn,
-			downNS: syncer.DownstreamNamespace("team-b", target, ns)}
+			downNS: syncer.DownstreamNamespace("team-b", target+"-b", ns)}
 		require.NotEqual(t, e.downNS, other.downNS)
 		other.setUpHeaven(nil)
 		other.createConfigMap("app-config", true, map[string]string{"color": "purple"})
@@ -421,34 +424,20 @@ type syncEnv struct {
 	upDyn, downDyn     dynamic.Interface
 }
 
-// setUpHeaven installs the SyncTarget CRD in the heaven and creates the
-// namespace, the kubeconfig Secret and the SyncTarget asking for resources.
+// setUpHeaven creates the namespace under test in the heaven and, in root,
+// the SyncTarget for the heaven asking for resources. It has no
+// kubeconfigSecretRef: the test runs the syncer itself, as by hand, and
+// heaven-server's cluster controller only watches its heartbeat.
 func (e *syncEnv) setUpHeaven(resources []string) {
 	t := e.t
 	t.Helper()
-	e.hs.installSyncTargetCRD(e.heaven)
 	ctx := t.Context()
 	_, err := e.up.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ns}}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	kubeconfig, err := os.ReadFile(e.phys.Kubeconfig)
-	require.NoError(t, err)
-	_, err = e.up.CoreV1().Secrets(e.ns).Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: e.target + "-kubeconfig"},
-		Data:       map[string][]byte{v1alpha1.DefaultKubeconfigKey: kubeconfig},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	st := &v1alpha1.SyncTarget{
-		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "SyncTarget"},
+	e.hs.createSyncTarget(&v1alpha1.SyncTarget{
 		ObjectMeta: metav1.ObjectMeta{Name: e.target},
-		Spec: v1alpha1.SyncTargetSpec{
-			KubeconfigSecretRef: v1alpha1.SecretKeyReference{Namespace: e.ns, Name: e.target + "-kubeconfig"},
-			Resources:           resources,
-		},
-	}
-	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(st)
-	require.NoError(t, err)
-	_, err = e.upDyn.Resource(v1alpha1.SyncTargetsResource).Create(ctx, &unstructured.Unstructured{Object: raw}, metav1.CreateOptions{})
-	require.NoError(t, err)
+		Spec:       v1alpha1.SyncTargetSpec{Heaven: e.heaven, Resources: resources},
+	})
 }
 
 // syncerRun is a syncer running in the test process.
@@ -471,6 +460,14 @@ func (e *syncEnv) startSyncer(resources string) *syncerRun {
 	o.HeartbeatInterval = time.Second
 	o.TypeResyncInterval = 10 * time.Second
 	o.MetricsBindAddress = "127.0.0.1:0"
+	return e.runSyncer(o)
+}
+
+// runSyncer runs a syncer with options o as cmd/syncer does (Validate →
+// Config → Complete → New → Run) until stop or the end of the test.
+func (e *syncEnv) runSyncer(o *syncer.Options) *syncerRun {
+	t := e.t
+	t.Helper()
 	require.Empty(t, o.Validate())
 	cfg, err := o.Config()
 	require.NoError(t, err)
@@ -628,7 +625,7 @@ func (e *syncEnv) waitSyncTarget(what string, check func(*v1alpha1.SyncTarget) e
 	e.t.Helper()
 	var st v1alpha1.SyncTarget
 	syncEventually(e.t, what, func(ctx context.Context) error {
-		u, err := e.upDyn.Resource(v1alpha1.SyncTargetsResource).Get(ctx, e.target, metav1.GetOptions{})
+		u, err := e.hs.dynamic(server.RootHeaven).Resource(v1alpha1.SyncTargetsResource).Get(ctx, e.target, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}

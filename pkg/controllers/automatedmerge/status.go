@@ -66,6 +66,12 @@ func setConflicts(status *v1alpha1.AutomatedMergeStatus, src string, conflicts [
 	status.Conflicts = out
 }
 
+// ReportConflict is conflict c of a merge from src as status shows it, for
+// other controllers that merge (heavens' remotes).
+func ReportConflict(src string, c merge.Conflict) v1alpha1.MergeConflict {
+	return reportConflict(src, c)
+}
+
 // reportConflict is a conflict as status shows it: the object without the
 // key's leading '/', values truncated.
 func reportConflict(src string, c mergeConflict) v1alpha1.MergeConflict {

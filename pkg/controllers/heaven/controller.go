@@ -34,6 +34,10 @@ type Branches struct {
 	// Initialize starts the heaven once so that its branch gets its
 	// initial objects.
 	Initialize func(ctx context.Context, name string) error
+	// Clone, if set, creates branch name at the head of the remote branch
+	// a Heaven tracks (spec.remote), and says whether it did (not when
+	// the remote has no such branch).
+	Clone func(ctx context.Context, name string, remote *v1alpha1.Remote) (bool, error)
 	// Stop stops serving the heaven.
 	Stop func(ctx context.Context, name string)
 	// Delete deletes the heaven's branch.
@@ -161,8 +165,10 @@ func (c *Controller) reconcile(ctx context.Context, name string) error {
 			return err
 		}
 	case !exists:
-		if err := c.branches.Initialize(ctx, name); err != nil {
-			return err
+		if !c.clone(ctx, &h) {
+			if err := c.branches.Initialize(ctx, name); err != nil {
+				return err
+			}
 		}
 		if _, head, rev, err = c.branches.Info(ctx, name); err != nil {
 			return err
@@ -173,6 +179,21 @@ func (c *Controller) reconcile(ctx context.Context, name string) error {
 		status.Revision = rev
 	}
 	return c.updateStatus(ctx, u, status)
+}
+
+// clone starts a new heaven that tracks a git remote from the remote's
+// branch, and says whether it did. A remote that cannot be reached does not
+// hold the heaven back: it starts empty, and the remote controller merges
+// the remote branch into it later.
+func (c *Controller) clone(ctx context.Context, h *v1alpha1.Heaven) bool {
+	if h.Spec.Remote == nil || c.branches.Clone == nil {
+		return false
+	}
+	cloned, err := c.branches.Clone(ctx, h.Name, h.Spec.Remote)
+	if err != nil {
+		klog.FromContext(ctx).Info("Could not start the heaven from its remote branch; starting it empty", "heaven", h.Name, "err", err)
+	}
+	return cloned
 }
 
 func (c *Controller) finalize(ctx context.Context, u *unstructured.Unstructured, h *v1alpha1.Heaven) error {

@@ -44,6 +44,7 @@ type Bundle struct {
 	// AdminCertPEM and AdminKeyPEM are the admin client credentials.
 	AdminCertPEM, AdminKeyPEM []byte
 	caPEM                     []byte
+	caKey                     crypto.Signer
 }
 
 // Ensure loads the PKI from dir, creating what is missing. hosts are the
@@ -57,9 +58,7 @@ func Ensure(dir string, hosts []string) (*Bundle, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Bundle{Dir: dir, CA: caCert, CAPool: x509.NewCertPool()}
-	b.CAPool.AddCert(caCert)
-	b.caPEM, err = os.ReadFile(filepath.Join(dir, "ca.crt"))
+	b, err := newBundle(dir, caCert, caKey)
 	if err != nil {
 		return nil, err
 	}
@@ -102,6 +101,70 @@ func Ensure(dir string, hosts []string) (*Bundle, error) {
 		return nil, err
 	}
 	return b, nil
+}
+
+// LoadCA loads the certificate authority of dir, which Ensure created
+// before; it creates nothing. The bundle has no serving or admin
+// certificate: it issues client certificates (IssueClientCert).
+func LoadCA(dir string) (*Bundle, error) {
+	caCert, caKey, err := load(filepath.Join(dir, "ca.crt"), filepath.Join(dir, "ca.key"))
+	if err != nil {
+		return nil, fmt.Errorf("loading the certificate authority of %s (start heaven-server once to create it): %w", dir, err)
+	}
+	return newBundle(dir, caCert, caKey)
+}
+
+func newBundle(dir string, caCert *x509.Certificate, caKey crypto.Signer) (*Bundle, error) {
+	b := &Bundle{Dir: dir, CA: caCert, CAPool: x509.NewCertPool(), caKey: caKey}
+	b.CAPool.AddCert(caCert)
+	var err error
+	if b.caPEM, err = os.ReadFile(filepath.Join(dir, "ca.crt")); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// CAPEM is the CA certificate, PEM-encoded, for clients' kubeconfigs.
+func (b *Bundle) CAPEM() []byte { return b.caPEM }
+
+// IssueClientCert issues a client certificate signed by the CA for user
+// commonName in groups organizations, valid from an hour ago (clock skew)
+// for validFor. It returns the certificate and its new key, PEM-encoded.
+func (b *Bundle) IssueClientCert(commonName string, organizations []string, validFor time.Duration) (certPEM, keyPEM []byte, err error) {
+	tmpl := &x509.Certificate{
+		Subject:     pkix.Name{CommonName: commonName, Organization: organizations},
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	der, key, err := sign(tmpl, b.CA, b.caKey, time.Now().Add(-time.Hour), validFor+time.Hour)
+	if err != nil {
+		return nil, nil, err
+	}
+	if keyPEM, err = keyutil.MarshalPrivateKeyToPEM(key); err != nil {
+		return nil, nil, err
+	}
+	if certPEM, err = certutil.EncodeCertificates(&x509.Certificate{Raw: der}); err != nil {
+		return nil, nil, err
+	}
+	return certPEM, keyPEM, nil
+}
+
+// sign issues a certificate from tmpl with a new key, valid from notBefore
+// for lifetime.
+func sign(tmpl, ca *x509.Certificate, caKey crypto.Signer, notBefore time.Time, lifetime time.Duration) ([]byte, *ecdsa.PrivateKey, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	serial, err := rand.Int(rand.Reader, big.NewInt(math.MaxInt64))
+	if err != nil {
+		return nil, nil, err
+	}
+	tmpl.SerialNumber = serial
+	tmpl.NotBefore = notBefore.UTC()
+	tmpl.NotAfter = notBefore.Add(lifetime).UTC()
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, key.Public(), caKey)
+	return der, key, err
 }
 
 // WriteKubeconfig writes a kubeconfig with the admin credentials and one
@@ -150,18 +213,7 @@ func ensureLeaf(dir, name string, tmpl, ca *x509.Certificate, caKey crypto.Signe
 		keyPEM, err2 := os.ReadFile(keyPath)
 		return certPEM, keyPEM, errors.Join(err1, err2)
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, err
-	}
-	serial, err := rand.Int(rand.Reader, big.NewInt(math.MaxInt64))
-	if err != nil {
-		return nil, nil, err
-	}
-	tmpl.SerialNumber = serial
-	tmpl.NotBefore = time.Now().Add(-time.Hour).UTC()
-	tmpl.NotAfter = time.Now().Add(validFor).UTC()
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, key.Public(), caKey)
+	der, key, err := sign(tmpl, ca, caKey, time.Now().Add(-time.Hour), validFor+time.Hour)
 	if err != nil {
 		return nil, nil, err
 	}

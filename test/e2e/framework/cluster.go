@@ -1,10 +1,16 @@
 // Package framework starts physical Kubernetes clusters for the end-to-end
 // tests: by default a real kube-apiserver and kube-controller-manager on an
 // embedded etcd, run as subprocesses of the test (E2E_PROVIDER=local), or
-// kind clusters (E2E_PROVIDER=kind). Both give the same Cluster.
+// kind clusters (E2E_PROVIDER=kind). Both give the same Cluster. It also
+// runs heaven-server in the test process (HeavenServer).
 //
 // A local cluster has no nodes: objects are stored and controllers reconcile
 // them (a Deployment gets its ReplicaSet and Pods), but Pods stay Pending.
+// Its kube-apiserver can be stopped and started again on the same port and
+// data (APIServerOutage), as heaven-server can (HeavenServer.Outage).
+//
+// StartCluster and StartHeavenServer are for tests; NewCluster and
+// NewHeavenServer are the same outside of tests (benchmarks).
 package framework
 
 import (
@@ -43,7 +49,68 @@ type Cluster struct {
 	stopOnce sync.Once
 	stopErr  error
 	stop     func() error
+	// apiServer stops and starts the API server alone; nil when the
+	// provider cannot.
+	apiServer apiServerControl
 }
+
+// apiServerControl stops and starts a cluster's API server while the rest
+// of the cluster (its storage, its controllers) goes on running.
+type apiServerControl interface {
+	stopAPIServer() error
+	startAPIServerAgain(ctx context.Context) error
+}
+
+// ErrNoAPIServerRestart is returned by StopAPIServer and StartAPIServer
+// for clusters whose provider cannot stop the API server alone (kind).
+var ErrNoAPIServerRestart = errors.New("the provider cannot stop and start the API server alone")
+
+// StopAPIServer stops the cluster's kube-apiserver (SIGTERM, then SIGKILL
+// after a grace period): clients get connection refused until
+// StartAPIServer. The cluster's etcd and kube-controller-manager go on
+// running. It returns an error if kube-apiserver was not running, had
+// exited, or had to be killed.
+func (c *Cluster) StopAPIServer() error {
+	if c.apiServer == nil {
+		return ErrNoAPIServerRestart
+	}
+	return c.apiServer.stopAPIServer()
+}
+
+// StartAPIServer starts kube-apiserver again after StopAPIServer, on the
+// same port, etcd and certificates (the kubeconfig stays valid), and waits
+// until it is ready.
+func (c *Cluster) StartAPIServer(ctx context.Context) error {
+	if c.apiServer == nil {
+		return ErrNoAPIServerRestart
+	}
+	return c.apiServer.startAPIServerAgain(ctx)
+}
+
+// APIServerOutage stops kube-apiserver, runs during (the outage: the test
+// changes things meanwhile), and starts kube-apiserver again. The test
+// fails if a step does; it is skipped if the provider cannot stop the API
+// server alone.
+func (c *Cluster) APIServerOutage(t testing.TB, during func()) {
+	t.Helper()
+	began := time.Now()
+	if err := c.StopAPIServer(); errors.Is(err, ErrNoAPIServerRestart) {
+		t.Skipf("cluster %s: %v", c.Name, err)
+	} else if err != nil {
+		t.Fatalf("cluster %s: stopping kube-apiserver: %v", c.Name, err)
+	}
+	t.Logf("cluster %s: kube-apiserver stopped in %v", c.Name, time.Since(began).Round(time.Millisecond))
+	during()
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	if err := c.StartAPIServer(ctx); err != nil {
+		t.Fatalf("cluster %s: starting kube-apiserver again: %v", c.Name, err)
+	}
+	t.Logf("cluster %s: kube-apiserver was down for %v", c.Name, time.Since(began).Round(time.Millisecond))
+}
+
+// LogFiles are the log files of the cluster's processes.
+func (c *Cluster) LogFiles() []string { return append([]string(nil), c.logs...) }
 
 // RESTConfig returns a copy of the admin's client configuration.
 func (c *Cluster) RESTConfig() *rest.Config { return rest.CopyConfig(c.config) }
@@ -102,6 +169,27 @@ func providerFromEnv() (provider, error) {
 	default:
 		return nil, fmt.Errorf("E2E_PROVIDER=%q: want local or kind", p)
 	}
+}
+
+// NewCluster starts a cluster outside of a test (a benchmark), of the
+// provider E2E_PROVIDER names, with its files in dir, and returns it once it
+// is ready. The caller stops it with Stop, also after an error if the
+// returned Cluster is not nil.
+func NewCluster(ctx context.Context, name, dir string) (*Cluster, error) {
+	p, err := providerFromEnv()
+	if err != nil {
+		return nil, err
+	}
+	if err := p.check(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	c, err := p.start(ctx, name, dir)
+	if err != nil {
+		return c, fmt.Errorf("cluster %s: %w", name, err)
+	}
+	return c, nil
 }
 
 // StartCluster starts one cluster; see StartClusters.

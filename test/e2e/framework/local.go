@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
@@ -56,25 +57,35 @@ func (p *localProvider) check() (err error) {
 
 // localCluster is what runs for one local cluster.
 type localCluster struct {
-	dir               string
-	pki               *pki
-	etcd              *embed.Etcd
-	etcdLog           *os.File
-	etcdURL           string
-	apiServer         *process
-	apiServerURL      string
+	dir          string
+	cluster      *Cluster
+	apiServerBin string
+	pki          *pki
+	etcd         *embed.Etcd
+	etcdLog      *os.File
+	etcdURL      string
+	apiServerURL string
+	// apiServerPort is kept across restarts of kube-apiserver, so that
+	// clients (and kube-controller-manager) find it where it was.
+	apiServerPort     int
 	controllerManager *process
+
+	// mu guards apiServer, which is nil while kube-apiserver is stopped.
+	mu        sync.Mutex
+	apiServer *process
 }
 
 func (p *localProvider) start(ctx context.Context, name, dir string) (*Cluster, error) {
 	began := time.Now()
-	lc := &localCluster{dir: dir}
+	lc := &localCluster{dir: dir, apiServerBin: p.apiServer}
 	c := &Cluster{
 		Name:       name,
 		Kubeconfig: filepath.Join(dir, "admin.kubeconfig"),
 		logs:       []string{filepath.Join(dir, "etcd.log"), filepath.Join(dir, "kube-apiserver.log"), filepath.Join(dir, "kube-controller-manager.log")},
 		stop:       lc.stop,
+		apiServer:  lc,
 	}
+	lc.cluster = c
 	var err error
 	var phases []string
 	step := func(what string, f func() error) {
@@ -94,7 +105,7 @@ func (p *localProvider) start(ctx context.Context, name, dir string) (*Cluster, 
 	})
 	step("etcd", func() error { return lc.startEtcd(ctx) })
 	step("kube-apiserver", func() error {
-		return retryBind(func() (*process, error) { return lc.startAPIServer(ctx, p.apiServer, c) })
+		return retryBind(func() (*process, error) { return lc.startAPIServer(ctx, 0) })
 	})
 	step("kube-controller-manager", func() error {
 		return retryBind(func() (*process, error) { return lc.startControllerManager(ctx, p.controllerManager) })
@@ -116,7 +127,11 @@ func retryBind(start func() (*process, error)) error {
 }
 
 func (lc *localCluster) stop() error {
-	err := stopAll(lc.controllerManager, lc.apiServer)
+	lc.mu.Lock()
+	apiServer := lc.apiServer
+	lc.apiServer = nil
+	lc.mu.Unlock()
+	err := stopAll(lc.controllerManager, apiServer)
 	if lc.etcd != nil {
 		lc.etcd.Close()
 	}
@@ -164,13 +179,16 @@ func (lc *localCluster) startEtcd(ctx context.Context) error {
 	return nil
 }
 
-// startAPIServer starts kube-apiserver on a free port, writes the admin's
-// kubeconfig for it into c, and waits until /readyz says ok.
-func (lc *localCluster) startAPIServer(ctx context.Context, bin string, c *Cluster) (*process, error) {
-	port, err := freePort()
-	if err != nil {
-		return nil, err
+// startAPIServer starts kube-apiserver on port (a free one if 0), writes
+// the admin's kubeconfig for it, and waits until /readyz says ok.
+func (lc *localCluster) startAPIServer(ctx context.Context, port int) (*process, error) {
+	if port == 0 {
+		var err error
+		if port, err = freePort(); err != nil {
+			return nil, err
+		}
 	}
+	lc.apiServerPort = port
 	lc.apiServerURL = "https://127.0.0.1:" + strconv.Itoa(port)
 	certDir := filepath.Join(lc.dir, "kube-apiserver")
 	p := lc.pki
@@ -188,29 +206,72 @@ func (lc *localCluster) startAPIServer(ctx context.Context, bin string, c *Clust
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file=" + p.SAPub,
 		"--service-account-signing-key-file=" + p.SAKey,
+		// On SIGTERM, end the watches (clients' and kube-controller-manager's)
+		// and wait this long for them; by default the open watches keep
+		// the HTTP server's shutdown waiting for a minute.
+		"--shutdown-watch-termination-grace-period=5s",
 		"--v=1",
 	}
-	lc.apiServer, err = startProcess("kube-apiserver", bin, filepath.Join(lc.dir, "kube-apiserver.log"), args)
+	// A restart appends to the log of the first start.
+	apiServer, err := startProcess("kube-apiserver", lc.apiServerBin, filepath.Join(lc.dir, "kube-apiserver.log"), args)
 	if err != nil {
 		return nil, err
 	}
-	if err := p.writeKubeconfig(c.Kubeconfig, c.Name, lc.apiServerURL, "admin", p.admin); err != nil {
-		return lc.apiServer, err
+	lc.mu.Lock()
+	lc.apiServer = apiServer
+	lc.mu.Unlock()
+	// A restart keeps the URL: the kubeconfig and the configuration that
+	// clients copy stay as they are.
+	if c := lc.cluster; c.config == nil || c.config.Host != lc.apiServerURL {
+		if err := p.writeKubeconfig(c.Kubeconfig, c.Name, lc.apiServerURL, "admin", p.admin); err != nil {
+			return apiServer, err
+		}
+		if err := c.loadConfig(); err != nil {
+			return apiServer, err
+		}
 	}
-	if err := c.loadConfig(); err != nil {
-		return lc.apiServer, err
-	}
-	config := c.RESTConfig()
+	return apiServer, lc.waitForAPIServer(ctx, apiServer)
+}
+
+// waitForAPIServer waits until kube-apiserver's /readyz says ok.
+func (lc *localCluster) waitForAPIServer(ctx context.Context, apiServer *process) error {
+	config := lc.cluster.RESTConfig()
 	config.Timeout = 5 * time.Second // a check, not a wait
 	client, err := kubernetes.NewForConfig(config)
 	if err != nil {
-		return lc.apiServer, err
+		return err
 	}
 	ready := func(ctx context.Context) error {
 		_, err := client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 		return err
 	}
-	return lc.apiServer, waitFor(ctx, lc.apiServer, ready)
+	return waitFor(ctx, apiServer, ready)
+}
+
+// stopAPIServer stops kube-apiserver; etcd and kube-controller-manager
+// go on running.
+func (lc *localCluster) stopAPIServer() error {
+	lc.mu.Lock()
+	apiServer := lc.apiServer
+	lc.apiServer = nil
+	lc.mu.Unlock()
+	if apiServer == nil {
+		return errors.New("kube-apiserver is not running")
+	}
+	return apiServer.stop()
+}
+
+// startAPIServerAgain starts kube-apiserver after stopAPIServer, on the
+// same port and etcd, with the same certificates.
+func (lc *localCluster) startAPIServerAgain(ctx context.Context) error {
+	lc.mu.Lock()
+	running := lc.apiServer != nil
+	lc.mu.Unlock()
+	if running {
+		return errors.New("kube-apiserver is running")
+	}
+	_, err := lc.startAPIServer(ctx, lc.apiServerPort)
+	return err
 }
 
 // startControllerManager starts kube-controller-manager on a free port, with

@@ -3,6 +3,7 @@ package framework
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -18,26 +19,33 @@ const stopGrace = 15 * time.Second
 type process struct {
 	name string
 	log  string
-	cmd  *exec.Cmd
-	done chan struct{} // closed when the process has exited; err is set
-	err  error
+	// logStart is where this run's output begins in log: a process started
+	// again appends to the log of its earlier runs.
+	logStart int64
+	cmd      *exec.Cmd
+	done     chan struct{} // closed when the process has exited; err is set
+	err      error
 }
 
-// startProcess starts bin with args, logging to logPath.
+// startProcess starts bin with args, appending to the log file logPath.
 func startProcess(name, bin, logPath string, args []string) (*process, error) {
-	log, err := os.Create(logPath)
+	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
 		return nil, err
 	}
 	defer log.Close() // the child has its own descriptor
-	fmt.Fprintf(log, "%s %s\n", bin, strings.Join(args, " "))
+	var logStart int64
+	if info, err := log.Stat(); err == nil {
+		logStart = info.Size()
+	}
+	fmt.Fprintf(log, "==== %s: %s %s\n", time.Now().Format(time.RFC3339Nano), bin, strings.Join(args, " "))
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = sysProcAttr()
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	p := &process{name: name, log: logPath, cmd: cmd, done: make(chan struct{})}
+	p := &process{name: name, log: logPath, logStart: logStart, cmd: cmd, done: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
 		close(p.done)
@@ -61,7 +69,15 @@ func (p *process) bindFailed() bool {
 	if p.exited() == nil {
 		return false
 	}
-	log, err := os.ReadFile(p.log)
+	f, err := os.Open(p.log)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if _, err := f.Seek(p.logStart, io.SeekStart); err != nil {
+		return false
+	}
+	log, err := io.ReadAll(f)
 	return err == nil && strings.Contains(string(log), "address already in use")
 }
 

@@ -36,6 +36,31 @@ type HeavenSpec struct {
 	// DeletePolicy is Retain (default: the branch stays in git after the
 	// Heaven is deleted) or Delete (the branch is deleted too).
 	DeletePolicy DeletePolicy `json:"deletePolicy,omitempty"`
+	// Remote makes the heaven track a branch of a git remote: heaven-server
+	// fetches it and merges it into the heaven (field by field, as an
+	// AutomatedMerge does), and pushes the heaven's branch back to it,
+	// continuously. A heaven whose branch does not exist yet starts as a
+	// clone of the remote branch, if there is one.
+	Remote *Remote `json:"remote,omitempty"`
+}
+
+// Remote is the branch of a git remote that a heaven tracks.
+type Remote struct {
+	// URL of the remote repository: git://, http://, https://, ssh://,
+	// file:// or a local path.
+	URL string `json:"url"`
+	// Branch of the remote; default: the heaven's name.
+	Branch string `json:"branch,omitempty"`
+	// Interval between fetches (default 10s). Changes of the heaven are
+	// pushed as they happen.
+	Interval *metav1.Duration `json:"interval,omitempty"`
+	// Push the heaven's branch to the remote (default true); false only
+	// fetches and merges.
+	Push *bool `json:"push,omitempty"`
+	// ConflictPolicy resolves conflicts between the remote's changes and
+	// the heaven's. Default: PreferSource, the remote's value (published
+	// first) wins; the heaven's stays in the merge commit's first parent.
+	ConflictPolicy *ConflictPolicy `json:"conflictPolicy,omitempty"`
 }
 
 // Fork names the heaven and revision a new heaven starts from.
@@ -69,6 +94,41 @@ type HeavenStatus struct {
 	// Message explains a Failed phase.
 	Message    string             `json:"message,omitempty"`
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// Remote reports the git remote of spec.remote: the last fetch, merge
+	// and push. Its condition is RemoteSynced.
+	Remote *RemoteStatus `json:"remote,omitempty"`
+}
+
+// RemoteStatus is what heaven-server last did with a heaven's git remote.
+type RemoteStatus struct {
+	// URL and Branch are the remote branch reported on.
+	URL    string `json:"url,omitempty"`
+	Branch string `json:"branch,omitempty"`
+	// RemoteCommit is the remote branch's commit at the last fetch; empty
+	// while the remote has no such branch.
+	RemoteCommit string `json:"remoteCommit,omitempty"`
+	// LastFetchTime is when the remote was last fetched from.
+	LastFetchTime *metav1.Time `json:"lastFetchTime,omitempty"`
+	// MergedCommit is the last remote commit merged into the heaven, and
+	// MergeCommit the merge commit that did it on the heaven's branch.
+	MergedCommit  string       `json:"mergedCommit,omitempty"`
+	MergeCommit   string       `json:"mergeCommit,omitempty"`
+	LastMergeTime *metav1.Time `json:"lastMergeTime,omitempty"`
+	// ObjectsChanged is how many objects the last merge changed.
+	ObjectsChanged int32 `json:"objectsChanged,omitempty"`
+	// ConflictCount is the number of conflicts of the last merge;
+	// Conflicts lists at most MaxReportedConflicts of them (each is also
+	// an Event).
+	ConflictCount int32           `json:"conflictCount,omitempty"`
+	Conflicts     []MergeConflict `json:"conflicts,omitempty"`
+	// PushedCommit is the heaven's commit last pushed, at LastPushTime.
+	PushedCommit string       `json:"pushedCommit,omitempty"`
+	LastPushTime *metav1.Time `json:"lastPushTime,omitempty"`
+	// Failures counts the attempts in a row that failed (the remote
+	// unreachable, a push rejected); retries back off as it grows.
+	Failures int32 `json:"failures,omitempty"`
+	// Message says why the last attempt failed, if it did.
+	Message string `json:"message,omitempty"`
 }
 
 // ForkedFrom is where a fork started.
@@ -86,6 +146,21 @@ const (
 	HeavenPhaseReady       HeavenPhase = "Ready"
 	HeavenPhaseFailed      HeavenPhase = "Failed"
 	HeavenPhaseTerminating HeavenPhase = "Terminating"
+)
+
+// The condition of a heaven's git remote, and its reasons.
+const (
+	// ConditionRemoteSynced is True when the last exchange with the remote
+	// went through: fetched, merged, and pushed what the remote lacked.
+	ConditionRemoteSynced = "RemoteSynced"
+
+	ReasonRemoteSynced      = "Synced"
+	ReasonRemoteUnreachable = "RemoteUnreachable"
+	ReasonRemoteRejected    = "PushRejected"
+	ReasonRemoteBlocked     = "MergeBlocked"
+	ReasonRemoteInvalid     = "InvalidRemote"
+	ReasonRemoteSyncFailed  = "SyncFailed"
+	ReasonRemoteWaiting     = "Waiting"
 )
 
 // HeavenFinalizer keeps a Heaven until heaven-server stopped serving it

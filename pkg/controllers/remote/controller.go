@@ -1,0 +1,216 @@
+// Package remote is the controller of heavens that track a branch of a git
+// remote (Heaven spec.remote): it fetches the remote branch into the
+// remote-tracking ref refs/remotes/<heaven>/<branch>, merges it into the
+// heaven's branch with the merge of AutomatedMerges (a merge commit through
+// the store, field by field), and pushes the heaven's branch back, at an
+// interval and as soon as the heaven changes. An unreachable remote is
+// retried with backoff; the heaven keeps working meanwhile, and everything
+// written is exchanged once the remote is back.
+//
+// # Convergence
+//
+// Two heaven-servers that track one remote branch converge by content, not
+// by commits: each server's branch keeps its own first-parent history (its
+// revisions only grow), so histories never become identical. A heaven is
+// pushed only when it holds something the remote lacks, and a merge that
+// changes nothing is written (as a merge commit without changes, to make
+// the push a fast-forward) only then. Once writes stop, one side's last
+// push is merged by the other without leaving anything to push back, and
+// both hold the same objects.
+package remote
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+
+	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
+)
+
+// ControllerName is the controller's name in events and logs.
+const ControllerName = "remote-controller"
+
+// Backoff of an exchange that failed (an unreachable remote): from
+// minBackoff, doubling, up to maxBackoff.
+const (
+	minBackoff = 500 * time.Millisecond
+	maxBackoff = time.Minute
+)
+
+// Controller keeps heavens and their git remotes in sync.
+type Controller struct {
+	client   dynamic.NamespaceableResourceInterface
+	factory  dynamicinformer.DynamicSharedInformerFactory
+	informer cache.SharedIndexInformer
+	queue    workqueue.TypedRateLimitingInterface[string]
+	git      Git
+	events   record.EventBroadcaster
+	recorder record.EventRecorder
+
+	mu     sync.Mutex
+	states map[string]*heavenState
+}
+
+// heavenState is what the controller remembers of a heaven between
+// exchanges.
+type heavenState struct {
+	generation int64
+	// idle are the heads (local, remote) of the last exchange that had
+	// nothing to do: the same heads need no merge computed again.
+	idle [2]plumbing.Hash
+	// head is the heaven's head after the last exchange: the controller's
+	// own merge moving the branch needs no exchange.
+	head plumbing.Hash
+	// failing: the last exchange failed and a retry is scheduled with
+	// backoff; changes of the heaven wait for it.
+	failing bool
+	// reported is the status.remote and condition last written (the
+	// informer's copy may not have them yet).
+	reported     *v1alpha1.RemoteStatus
+	reportedCond *metav1.Condition
+}
+
+// New builds the controller over the root heaven's clients.
+func New(client dynamic.Interface, kube kubernetes.Interface, git Git) *Controller {
+	factory := dynamicinformer.NewDynamicSharedInformerFactory(client, 0)
+	c := &Controller{
+		client:   client.Resource(v1alpha1.HeavensResource),
+		factory:  factory,
+		informer: factory.ForResource(v1alpha1.HeavensResource).Informer(),
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[string](minBackoff, maxBackoff),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "remote"}),
+		git:    git,
+		events: record.NewBroadcaster(record.WithCorrelatorOptions(record.CorrelatorOptions{BurstSize: 500, QPS: 10, MaxEvents: 100})),
+		states: map[string]*heavenState{},
+	}
+	c.recorder = c.events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: ControllerName})
+	if kube != nil {
+		c.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	}
+	enqueue := func(obj any) {
+		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+			c.queue.Add(key)
+		}
+	}
+	_, _ = c.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: enqueue,
+		// A new spec calls for an exchange now; status updates (the
+		// controller's own among them) do not.
+		UpdateFunc: func(old, obj any) {
+			o, n := old.(*unstructured.Unstructured), obj.(*unstructured.Unstructured)
+			if o.GetGeneration() != n.GetGeneration() || (o.GetDeletionTimestamp() == nil) != (n.GetDeletionTimestamp() == nil) {
+				enqueue(obj)
+			}
+		},
+		DeleteFunc: enqueue,
+	})
+	return c
+}
+
+// Run reconciles until ctx ends.
+func (c *Controller) Run(ctx context.Context, workers int) {
+	defer utilruntime.HandleCrashWithContext(ctx)
+	defer c.queue.ShutDown()
+	defer c.events.Shutdown()
+	c.factory.Start(ctx.Done())
+	defer c.factory.Shutdown()
+	if !cache.WaitForCacheSync(ctx.Done(), c.informer.HasSynced) {
+		return
+	}
+	for range workers {
+		go wait.UntilWithContext(ctx, c.worker, time.Second)
+	}
+	<-ctx.Done()
+}
+
+// BranchMoved is told that heaven branch's head moved (gitstore's
+// Options.OnHead): a heaven that pushes to a remote exchanges now, unless
+// the move is the controller's own merge or the remote is failing (the
+// retry with backoff takes the change along). It never blocks.
+func (c *Controller) BranchMoved(branch string, head plumbing.Hash) {
+	obj, ok, err := c.informer.GetStore().GetByKey(branch)
+	if err != nil || !ok {
+		return
+	}
+	u := obj.(*unstructured.Unstructured)
+	if _, found, _ := unstructured.NestedMap(u.Object, "spec", "remote"); !found {
+		return
+	}
+	if push, found, _ := unstructured.NestedBool(u.Object, "spec", "remote", "push"); found && !push {
+		return
+	}
+	c.mu.Lock()
+	st := c.states[branch]
+	skip := st != nil && (st.failing || st.head == head)
+	c.mu.Unlock()
+	if !skip {
+		c.queue.Add(branch)
+	}
+}
+
+func (c *Controller) worker(ctx context.Context) {
+	for c.next(ctx) {
+	}
+}
+
+func (c *Controller) next(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	logger := klog.FromContext(ctx).WithValues("heaven", key)
+	resync, err := c.reconcile(klog.NewContext(ctx, logger), key)
+	if err != nil {
+		logger.V(2).Info("Exchanging with the remote failed, will retry", "err", err, "retries", c.queue.NumRequeues(key))
+		c.queue.AddRateLimited(key)
+		return true
+	}
+	c.queue.Forget(key)
+	if resync > 0 {
+		c.queue.AddAfter(key, resync)
+	}
+	return true
+}
+
+// state returns what is remembered of heaven name at generation (reset
+// when the spec changed).
+func (c *Controller) state(name string, generation int64) heavenState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := c.states[name]
+	if st == nil || st.generation != generation {
+		st = &heavenState{generation: generation}
+		c.states[name] = st
+	}
+	return *st
+}
+
+func (c *Controller) setState(name string, st heavenState) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.states[name] = &st
+}
+
+func (c *Controller) forget(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.states, name)
+}

@@ -1,0 +1,234 @@
+// Package synctarget is the cluster controller: it watches SyncTargets in
+// the root heaven, installs each one's syncer in its physical cluster
+// (pkg/syncer/install: namespace, service account, RBAC limited to the
+// synced resources, a Secret with a credential for the target's heaven
+// only, and a Deployment), reports Installed and Ready (from the syncer's
+// heartbeat) in status, and on deletion uninstalls the syncer and releases
+// the heaven's objects the syncer held.
+//
+// Files: controller.go (informers, queue), reconcile.go (the ordered
+// steps and status), install.go, credential.go (the syncer's client
+// certificate, kept or rotated), ready.go (heartbeat freshness),
+// finalize.go (uninstall and release), cluster.go (reaching the physical
+// cluster).
+package synctarget
+
+import (
+	"context"
+	"crypto/x509"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+
+	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
+	"github.com/heaven-dev/heaven/pkg/syncer/install"
+)
+
+// ControllerName is the controller's name in logs and user agents.
+const ControllerName = "cluster-controller"
+
+// FieldManager is the controller's field manager in physical clusters.
+const FieldManager = "heaven-cluster-controller"
+
+// Deps is what the controller needs of heaven-server; function fields so
+// that tests can use closures.
+type Deps struct {
+	// ServerURL is how syncers reach heaven-server: https://host:port.
+	ServerURL string
+	// CAPEM is the CA of heaven-server's serving and client certificates;
+	// CAPool the same, to check credentials issued before.
+	CAPEM  []byte
+	CAPool *x509.CertPool
+	// Issue issues a client certificate for user in groups, valid for
+	// validFor, PEM-encoded with its key.
+	Issue func(user string, groups []string, validFor time.Duration) (certPEM, keyPEM []byte, err error)
+	// Connect returns a client of the physical cluster of a kubeconfig
+	// (ConnectKubeconfig in production).
+	Connect func(kubeconfig []byte) (dynamic.Interface, error)
+	// Heaven returns a client configuration of heaven name, which runs
+	// until release is called. errors.Is(err, ErrNoHeaven) when no such
+	// heaven may run.
+	Heaven func(ctx context.Context, name string) (cfg *rest.Config, release func(), err error)
+}
+
+// Options tune the controller.
+type Options struct {
+	// SyncerImage is the syncer image installed (install.DefaultImage).
+	SyncerImage string
+	// CredentialValidity is how long an issued syncer credential is
+	// valid; it is replaced once older than half of that.
+	CredentialValidity time.Duration
+	// Reinstall is how often an installed syncer is applied again
+	// although nothing changed, to repair what someone changed in the
+	// physical cluster.
+	Reinstall time.Duration
+	// Now is the clock (time.Now).
+	Now func() time.Time
+}
+
+// DefaultOptions are the production settings.
+func DefaultOptions() Options {
+	return Options{
+		SyncerImage:        install.DefaultImage,
+		CredentialValidity: 365 * 24 * time.Hour,
+		Reinstall:          10 * time.Minute,
+		Now:                time.Now,
+	}
+}
+
+// Controller reconciles SyncTargets.
+type Controller struct {
+	deps    Deps
+	opts    Options
+	client  dynamic.NamespaceableResourceInterface
+	targets cache.SharedIndexInformer
+	secrets corelisters.SecretLister
+
+	dynFactory  dynamicinformer.DynamicSharedInformerFactory
+	kubeFactory informers.SharedInformerFactory
+	secretsInf  cache.SharedIndexInformer
+	queue       workqueue.TypedRateLimitingInterface[string]
+
+	// mu guards installed.
+	mu sync.Mutex
+	// installed remembers, per SyncTarget, the last successful install,
+	// so that the syncer's heartbeats (status updates) do not apply the
+	// manifests again.
+	installed map[string]installRecord
+}
+
+// bySecret indexes SyncTargets by their kubeconfig Secret, namespace/name.
+const bySecret = "kubeconfigSecret"
+
+// New builds the controller over the root heaven's clients.
+func New(root dynamic.Interface, rootKube kubernetes.Interface, deps Deps, opts Options) *Controller {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	dynFactory := dynamicinformer.NewDynamicSharedInformerFactory(root, 0)
+	kubeFactory := informers.NewSharedInformerFactory(rootKube, 0)
+	c := &Controller{
+		deps:        deps,
+		opts:        opts,
+		client:      root.Resource(v1alpha1.SyncTargetsResource),
+		dynFactory:  dynFactory,
+		targets:     dynFactory.ForResource(v1alpha1.SyncTargetsResource).Informer(),
+		kubeFactory: kubeFactory,
+		secretsInf:  kubeFactory.Core().V1().Secrets().Informer(),
+		secrets:     kubeFactory.Core().V1().Secrets().Lister(),
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, 2*time.Minute),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "synctarget"}),
+		installed: map[string]installRecord{},
+	}
+	_ = c.targets.AddIndexers(cache.Indexers{bySecret: func(obj any) ([]string, error) {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return nil, nil
+		}
+		ns, _, _ := unstructured.NestedString(u.Object, "spec", "kubeconfigSecretRef", "namespace")
+		name, _, _ := unstructured.NestedString(u.Object, "spec", "kubeconfigSecretRef", "name")
+		if name == "" {
+			return nil, nil
+		}
+		return []string{ns + "/" + name}, nil
+	}})
+	enqueue := func(obj any) {
+		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+			c.queue.Add(key)
+		}
+	}
+	// Every change matters, status too: a heartbeat makes a target Ready.
+	_, _ = c.targets.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    enqueue,
+		UpdateFunc: func(_, obj any) { enqueue(obj) },
+		DeleteFunc: func(obj any) {
+			if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+				c.forget(key)
+			}
+		},
+	})
+	secretChanged := func(obj any) {
+		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		s, ok := obj.(*corev1.Secret)
+		if !ok {
+			return
+		}
+		targets, _ := c.targets.GetIndexer().ByIndex(bySecret, s.Namespace+"/"+s.Name)
+		for _, t := range targets {
+			enqueue(t)
+		}
+	}
+	_, _ = c.secretsInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    secretChanged,
+		UpdateFunc: func(_, obj any) { secretChanged(obj) },
+		DeleteFunc: secretChanged,
+	})
+	return c
+}
+
+// Run reconciles until ctx ends.
+func (c *Controller) Run(ctx context.Context, workers int) {
+	defer utilruntime.HandleCrashWithContext(ctx)
+	defer c.queue.ShutDown()
+	logger := klog.FromContext(ctx).WithValues("controller", ControllerName)
+	ctx = klog.NewContext(ctx, logger)
+	c.dynFactory.Start(ctx.Done())
+	c.kubeFactory.Start(ctx.Done())
+	defer c.dynFactory.Shutdown()
+	defer c.kubeFactory.Shutdown()
+	if !cache.WaitForCacheSync(ctx.Done(), c.targets.HasSynced, c.secretsInf.HasSynced) {
+		return
+	}
+	logger.Info("Starting cluster controller", "syncerImage", c.opts.SyncerImage, "server", c.deps.ServerURL)
+	for range workers {
+		go wait.UntilWithContext(ctx, c.worker, time.Second)
+	}
+	<-ctx.Done()
+}
+
+func (c *Controller) worker(ctx context.Context) {
+	for c.next(ctx) {
+	}
+}
+
+func (c *Controller) next(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	logger := klog.FromContext(ctx).WithValues("syncTarget", key)
+	after, err := c.reconcile(klog.NewContext(ctx, logger), key)
+	if err != nil {
+		logger.V(2).Info("Reconciling SyncTarget failed, will retry", "err", err)
+		c.queue.AddRateLimited(key)
+		return true
+	}
+	c.queue.Forget(key)
+	if after > 0 {
+		c.queue.AddAfter(key, after)
+	}
+	return true
+}
+
+func (c *Controller) forget(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.installed, name)
+}

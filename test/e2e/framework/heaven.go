@@ -1,0 +1,235 @@
+package framework
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
+	"github.com/heaven-dev/heaven/pkg/server"
+)
+
+const (
+	// heavenReadyTimeout bounds a start of heaven-server: listening, and
+	// the root heaven serving Heaven objects.
+	heavenReadyTimeout = time.Minute
+	// heavenStopTimeout bounds a stop: heaven-server's shutdown timeout
+	// (set to less by NewHeavenServer) and a margin.
+	heavenStopTimeout = time.Minute
+	// heavenShutdownTimeout is the --shutdown-timeout of the servers
+	// started here, unless configure sets another: long watches (a
+	// syncer's) would keep the default 30s shutdown waiting.
+	heavenShutdownTimeout = 5 * time.Second
+)
+
+// HeavenServer is a heaven-server running in this process (as
+// cmd/heaven-server runs it: Options → Config → Complete → New → Run). It
+// can be stopped and started again on the same data directory and port, so
+// that clients (a syncer) find it where it was.
+type HeavenServer struct {
+	// DataDir is the server's --data-dir.
+	DataDir string
+
+	options *server.Options // of the first start; the port is then fixed
+	url     string
+	admin   *rest.Config // the admin's credentials, for the root heaven
+
+	mu     sync.Mutex // guards cancel and done
+	cancel context.CancelFunc
+	done   chan error // Run's result; nil while stopped
+}
+
+// NewHeavenServer starts heaven-server with its data in dataDir on a free
+// loopback port, outside of a test (a benchmark); configure (may be nil)
+// changes the options first. It returns once the root heaven serves Heaven
+// objects. The caller stops it with Stop.
+func NewHeavenServer(ctx context.Context, dataDir string, configure func(*server.Options)) (*HeavenServer, error) {
+	o := server.NewOptions()
+	o.DataDir = dataDir
+	o.SecurePort = 0
+	o.ShutdownTimeout = heavenShutdownTimeout
+	if configure != nil {
+		configure(o)
+	}
+	h := &HeavenServer{DataDir: dataDir, options: o}
+	return h, h.Start(ctx)
+}
+
+// StartHeavenServer starts heaven-server for a test, with its data in a
+// temporary directory (see NewHeavenServer). It is stopped when the test
+// ends; the test fails if it does not stop cleanly.
+func StartHeavenServer(t testing.TB, configure func(*server.Options)) *HeavenServer {
+	t.Helper()
+	h, err := NewHeavenServer(t.Context(), t.TempDir(), configure)
+	t.Cleanup(func() {
+		if err := h.Stop(); err != nil && !errors.Is(err, errHeavenStopped) {
+			t.Errorf("heaven-server: %v", err)
+		}
+	})
+	if err != nil {
+		t.Fatalf("heaven-server: %v", err)
+	}
+	return h
+}
+
+var errHeavenStopped = errors.New("heaven-server is not running")
+
+// Start starts heaven-server again after Stop, on the same data directory
+// and port, and waits until the root heaven serves Heaven objects.
+func (h *HeavenServer) Start(ctx context.Context) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.done != nil {
+		return errors.New("heaven-server is running")
+	}
+	if errs := h.options.Validate(); len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	cfg, err := h.options.Config()
+	if err != nil {
+		return err
+	}
+	s, err := cfg.Complete().New()
+	if err != nil {
+		return err
+	}
+	if h.url == "" {
+		// Later starts listen on the port of the first one.
+		h.url = s.URL()
+		if h.options.SecurePort, err = portOf(h.url); err != nil {
+			return err
+		}
+		if h.admin, err = clientcmd.BuildConfigFromFlags(h.url+server.ClustersPrefix+server.RootHeaven, s.KubeconfigPath()); err != nil {
+			return err
+		}
+		h.admin.QPS, h.admin.Burst = 200, 400
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(runCtx) }()
+	h.cancel, h.done = cancel, done
+
+	dyn, err := dynamic.NewForConfig(h.RESTConfig(server.RootHeaven))
+	if err != nil {
+		return err
+	}
+	var last error
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, heavenReadyTimeout, true, func(ctx context.Context) (bool, error) {
+		select {
+		case err := <-done:
+			done <- err // for Stop
+			return false, fmt.Errorf("heaven-server stopped: %v", err)
+		default:
+		}
+		_, last = dyn.Resource(v1alpha1.HeavensResource).List(ctx, metav1.ListOptions{})
+		return last == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the root heaven does not serve Heaven objects: %w (last error: %v)", err, last)
+	}
+	return nil
+}
+
+// Stop stops heaven-server and waits until Run returned. Its data and
+// port stay for Start.
+func (h *HeavenServer) Stop() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.done == nil {
+		return errHeavenStopped
+	}
+	h.cancel()
+	done := h.done
+	h.cancel, h.done = nil, nil
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(heavenStopTimeout):
+		return fmt.Errorf("heaven-server did not stop within %v", heavenStopTimeout)
+	}
+}
+
+// Outage stops heaven-server, runs during (the test changes things
+// meanwhile), and starts heaven-server again on the same data and port.
+// The test fails if a step does.
+func (h *HeavenServer) Outage(t testing.TB, during func()) {
+	t.Helper()
+	began := time.Now()
+	if err := h.Stop(); err != nil {
+		t.Fatalf("stopping heaven-server: %v", err)
+	}
+	t.Logf("heaven-server stopped in %v", time.Since(began).Round(time.Millisecond))
+	during()
+	if err := h.Start(t.Context()); err != nil {
+		t.Fatalf("starting heaven-server again: %v", err)
+	}
+	t.Logf("heaven-server was down for %v", time.Since(began).Round(time.Millisecond))
+}
+
+// URL is the server's base URL, e.g. https://127.0.0.1:41234; it stays
+// the same across restarts.
+func (h *HeavenServer) URL() string { return h.url }
+
+// AdminKubeconfig is the admin kubeconfig heaven-server writes (its
+// contexts name the root heaven).
+func (h *HeavenServer) AdminKubeconfig() string { return filepath.Join(h.DataDir, "admin.kubeconfig") }
+
+// HeavenURL is the URL of heaven: <URL>/clusters/<heaven>.
+func (h *HeavenServer) HeavenURL(heaven string) string { return h.url + server.ClustersPrefix + heaven }
+
+// RESTConfig is the admin's client configuration for heaven.
+func (h *HeavenServer) RESTConfig(heaven string) *rest.Config {
+	cfg := rest.CopyConfig(h.admin)
+	cfg.Host = h.HeavenURL(heaven)
+	return cfg
+}
+
+// Kube is an admin clientset for heaven.
+func (h *HeavenServer) Kube(heaven string) kubernetes.Interface {
+	return kubernetes.NewForConfigOrDie(h.RESTConfig(heaven))
+}
+
+// Dynamic is an admin dynamic client for heaven.
+func (h *HeavenServer) Dynamic(heaven string) dynamic.Interface {
+	return dynamic.NewForConfigOrDie(h.RESTConfig(heaven))
+}
+
+// WriteKubeconfig writes a kubeconfig for heaven with the admin's
+// credentials to path, every cluster of it pointing at /clusters/<heaven>
+// (a syncer's --upstream-kubeconfig).
+func (h *HeavenServer) WriteKubeconfig(heaven, path string) error {
+	cfg, err := clientcmd.LoadFromFile(h.AdminKubeconfig())
+	if err != nil {
+		return err
+	}
+	for _, c := range cfg.Clusters {
+		c.Server = h.HeavenURL(heaven)
+	}
+	return clientcmd.WriteToFile(*cfg, path)
+}
+
+// portOf is the port of URL u.
+func portOf(u string) (int, error) {
+	parsed, err := url.Parse(u)
+	if err != nil {
+		return 0, err
+	}
+	port, err := strconv.Atoi(parsed.Port())
+	if err != nil {
+		return 0, fmt.Errorf("no port in %q", u)
+	}
+	return port, nil
+}
