@@ -64,7 +64,7 @@ func TestSyncer(t *testing.T) {
 	e.createConfigMap("app-config", true, map[string]string{"color": "blue"})
 	e.createConfigMap("plain", false, map[string]string{"never": "synced"})
 
-	run := e.startSyncer("configmaps,deployments.apps,widgets.example.com")
+	run := e.startSyncer("configmaps,secrets,deployments.apps,widgets.example.com")
 
 	t.Run("types are taught to the heaven and reported", func(t *testing.T) {
 		syncEventually(t, "widgets and ingresses served by the heaven", func(ctx context.Context) error {
@@ -80,7 +80,7 @@ func TestSyncer(t *testing.T) {
 
 		st := e.waitSyncTarget("every resource resolved", func(st *v1alpha1.SyncTarget) error {
 			want := map[string]v1alpha1.ResourceSyncState{
-				"configmaps": v1alpha1.ResourceSynced, "deployments.apps": v1alpha1.ResourceSynced,
+				"configmaps": v1alpha1.ResourceSynced, "secrets": v1alpha1.ResourceSynced, "deployments.apps": v1alpha1.ResourceSynced,
 				"widgets.example.com": v1alpha1.ResourceSynced, "ingresses.networking.k8s.io": v1alpha1.ResourceSynced,
 				"pods": v1alpha1.ResourceNotSynced, "gadgets.example.com": v1alpha1.ResourceNotSynced,
 			}
@@ -98,6 +98,7 @@ func TestSyncer(t *testing.T) {
 			sources[r.Resource] = r
 		}
 		assert.Equal(t, v1alpha1.TypeSourceHeaven, sources["configmaps"].Source)
+		assert.Equal(t, v1alpha1.TypeSourceHeaven, sources["secrets"].Source)
 		assert.Equal(t, v1alpha1.TypeSourceHeaven, sources["deployments.apps"].Source)
 		assert.Equal(t, v1alpha1.TypeSourceCRD, sources["widgets.example.com"].Source)
 		assert.Equal(t, v1alpha1.TypeSourceOpenAPI, sources["ingresses.networking.k8s.io"].Source)
@@ -130,6 +131,7 @@ func TestSyncer(t *testing.T) {
 
 	t.Run("labelled objects appear downstream in the mapped namespace", func(t *testing.T) {
 		e.createDeployment("web", 1)
+		e.createSecret("creds", map[string][]byte{"token": []byte("s3cr3t")})
 		e.createWidget("w1", 3)
 		e.createIngress("site")
 		cm := e.waitDownstreamConfigMap("app-config", func(cm *corev1.ConfigMap) error {
@@ -151,6 +153,7 @@ func TestSyncer(t *testing.T) {
 			return expect(size == 3, "spec.size %d", size)
 		})
 		e.waitDownstream(ingressesGVR, "site", nil)
+		e.waitDownstreamSecret("creds", "s3cr3t")
 
 		up, err := e.up.CoreV1().ConfigMaps(ns).Get(t.Context(), "app-config", metav1.GetOptions{})
 		require.NoError(t, err)
@@ -189,6 +192,16 @@ func TestSyncer(t *testing.T) {
 		e.waitDownstreamConfigMap("app-config", func(cm *corev1.ConfigMap) error {
 			return expect(cm.Data["color"] == "green", "data %v", cm.Data)
 		})
+		syncEventually(t, "updating secret creds", func(ctx context.Context) error {
+			sec, err := e.up.CoreV1().Secrets(ns).Get(ctx, "creds", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			sec.Data["token"] = []byte("rotated")
+			_, err = e.up.CoreV1().Secrets(ns).Update(ctx, sec, metav1.UpdateOptions{})
+			return err
+		})
+		e.waitDownstreamSecret("creds", "rotated")
 		d, err := e.up.AppsV1().Deployments(ns).Get(t.Context(), "web", metav1.GetOptions{})
 		require.NoError(t, err)
 		d.Spec.Replicas = ptr.To[int32](2)
@@ -531,6 +544,28 @@ func (e *syncEnv) createConfigMap(name string, selected bool, data map[string]st
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: e.labels(selected)}, Data: data,
 	}, metav1.CreateOptions{})
 	require.NoError(e.t, err)
+}
+
+// createSecret creates a labelled secret in the heaven.
+func (e *syncEnv) createSecret(name string, data map[string][]byte) {
+	e.t.Helper()
+	_, err := e.up.CoreV1().Secrets(e.ns).Create(e.t.Context(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: e.labels(true)}, Data: data,
+	}, metav1.CreateOptions{})
+	require.NoError(e.t, err)
+}
+
+// waitDownstreamSecret waits until the downstream copy of secret name holds
+// token.
+func (e *syncEnv) waitDownstreamSecret(name, token string) {
+	e.t.Helper()
+	syncEventually(e.t, "secret "+name+" downstream", func(ctx context.Context) error {
+		sec, err := e.down.CoreV1().Secrets(e.downNS).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		return expect(string(sec.Data["token"]) == token, "token %q", sec.Data["token"])
+	})
 }
 
 // updateConfigMap changes a heaven configmap, retrying on conflicts (the
