@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
+	"github.com/heaven-dev/heaven/pkg/controllers/internal/unstructuredconv"
 )
 
 // reconcile merges every source of AutomatedMerge name into its target
@@ -30,7 +31,7 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 	}
 	u := obj.(*unstructured.Unstructured).DeepCopy()
 	var am v1alpha1.AutomatedMerge
-	if err := fromUnstructured(u, &am); err != nil {
+	if err := unstructuredconv.FromUnstructured(u, &am); err != nil {
 		return 0, err
 	}
 	if am.DeletionTimestamp != nil {
@@ -167,12 +168,12 @@ func (c *Controller) conflictEvents(u *unstructured.Unstructured, src string, co
 // object: a merge already written must be reported even if the object
 // changed meanwhile.
 func (c *Controller) updateStatus(ctx context.Context, u *unstructured.Unstructured, status v1alpha1.AutomatedMergeStatus) error {
-	raw, err := toUnstructured(&status)
+	raw, err := unstructuredconv.ToUnstructured(&status)
 	if err != nil {
 		return err
 	}
 	old, _, _ := unstructured.NestedMap(u.Object, "status")
-	if equalJSON(old, raw) {
+	if unstructuredconv.EqualJSON(old, raw) {
 		return nil
 	}
 	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
+	"github.com/heaven-dev/heaven/pkg/controllers/internal/unstructuredconv"
 	"github.com/heaven-dev/heaven/pkg/gitstore"
 )
 
@@ -28,7 +29,7 @@ func testController(t *testing.T, repo *gitstore.Repository, ams ...*v1alpha1.Au
 	var objs []runtime.Object
 	for _, am := range ams {
 		am.TypeMeta = metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: v1alpha1.AutomatedMergeKind}
-		raw, err := toUnstructured(am)
+		raw, err := unstructuredconv.ToUnstructured(am)
 		require.NoError(t, err)
 		objs = append(objs, &unstructured.Unstructured{Object: raw})
 	}
@@ -74,7 +75,7 @@ func reconcileStatus(t *testing.T, c *Controller, name string) v1alpha1.Automate
 	u, err := c.client.Get(ctx, name, metav1.GetOptions{})
 	require.NoError(t, err)
 	var am v1alpha1.AutomatedMerge
-	require.NoError(t, fromUnstructured(u, &am))
+	require.NoError(t, unstructuredconv.FromUnstructured(u, &am))
 	// The informer sees the status before the next reconcile.
 	require.Eventually(t, func() bool {
 		obj, ok, _ := c.informer.GetStore().GetByKey(name)

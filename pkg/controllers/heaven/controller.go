@@ -21,6 +21,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
+	"github.com/heaven-dev/heaven/pkg/controllers/internal/unstructuredconv"
 )
 
 // Branches is what the controller needs of the git store and of
@@ -136,7 +137,7 @@ func (c *Controller) reconcile(ctx context.Context, name string) error {
 	}
 	u := obj.(*unstructured.Unstructured).DeepCopy()
 	var h v1alpha1.Heaven
-	if err := fromUnstructured(u, &h); err != nil {
+	if err := unstructuredconv.FromUnstructured(u, &h); err != nil {
 		return err
 	}
 	if h.DeletionTimestamp != nil {
@@ -230,12 +231,12 @@ func (c *Controller) finalize(ctx context.Context, u *unstructured.Unstructured,
 
 // updateStatus writes status if it changed.
 func (c *Controller) updateStatus(ctx context.Context, u *unstructured.Unstructured, status v1alpha1.HeavenStatus) error {
-	raw, err := toUnstructured(&status)
+	raw, err := unstructuredconv.ToUnstructured(&status)
 	if err != nil {
 		return err
 	}
 	old, _, _ := unstructured.NestedMap(u.Object, "status")
-	if equalJSON(old, raw) {
+	if unstructuredconv.EqualJSON(old, raw) {
 		return nil
 	}
 	u.Object["status"] = raw

@@ -2,8 +2,6 @@ package synctarget
 
 import (
 	"context"
-	"encoding/json"
-	"reflect"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -12,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
+	"github.com/heaven-dev/heaven/pkg/controllers/internal/unstructuredconv"
 )
 
 // reconcile brings one SyncTarget along, in order: deletion (finalize),
@@ -66,7 +65,7 @@ func (c *Controller) updateStatus(ctx context.Context, u *unstructured.Unstructu
 		return err
 	}
 	old, _, _ := unstructured.NestedMap(u.Object, "status")
-	if equalJSON(old, raw) {
+	if unstructuredconv.EqualJSON(old, raw) {
 		return nil
 	}
 	u.Object["status"] = raw
@@ -92,18 +91,4 @@ func soonest(ds ...time.Duration) time.Duration {
 		}
 	}
 	return min
-}
-
-// equalJSON compares two JSON-like maps by their JSON form, so that int64
-// and float64 numbers of the same value are equal.
-func equalJSON(a, b map[string]any) bool {
-	ja, err1 := json.Marshal(a)
-	jb, err2 := json.Marshal(b)
-	if err1 != nil || err2 != nil {
-		return false
-	}
-	var va, vb any
-	_ = json.Unmarshal(ja, &va)
-	_ = json.Unmarshal(jb, &vb)
-	return reflect.DeepEqual(va, vb)
 }

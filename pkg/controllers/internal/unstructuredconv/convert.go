@@ -1,4 +1,7 @@
-package heaven
+// Package unstructuredconv converts the heaven.dev types, which the
+// controllers read and write through dynamic clients, to and from their
+// unstructured form, and compares that form.
+package unstructuredconv
 
 import (
 	"encoding/json"
@@ -8,17 +11,19 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-func fromUnstructured(u *unstructured.Unstructured, out any) error {
+// FromUnstructured fills out from u.
+func FromUnstructured(u *unstructured.Unstructured, out any) error {
 	return runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out)
 }
 
-func toUnstructured(in any) (map[string]any, error) {
+// ToUnstructured is in as a JSON-like map.
+func ToUnstructured(in any) (map[string]any, error) {
 	return runtime.DefaultUnstructuredConverter.ToUnstructured(in)
 }
 
-// equalJSON compares two JSON-like maps by their JSON form, so that int64
+// EqualJSON compares two JSON-like maps by their JSON form, so that int64
 // and float64 numbers of the same value are equal.
-func equalJSON(a, b map[string]any) bool {
+func EqualJSON(a, b map[string]any) bool {
 	ja, err1 := json.Marshal(a)
 	jb, err2 := json.Marshal(b)
 	if err1 != nil || err2 != nil {
