@@ -42,9 +42,15 @@ type Branch struct {
 	head   plumbing.Hash           // the branch head the index reflects
 	tree   plumbing.Hash           // head's tree
 	mirror *treeMirror             // head's tree, patched per commit
-	chain  map[plumbing.Hash]int64 // first-parent chain: commit → its last revision
+	chain  map[plumbing.Hash]int64 // first-parent chain: commit → its last revision (written under mu)
 	floor  int64                   // revisions up to here may have been handed out (branchstate.go)
 	trees  treeCache               // trees of the last diffs (history.go)
+
+	// problems are the head's files that are not served (problems.go);
+	// written by the writer under mu.
+	problems        problemSet
+	problemsChanged bool // since the last notifyProblems (writer-only)
+	pickup          pickupState
 
 	leases     *lessor
 	reqs       chan *writeRequest
@@ -58,19 +64,20 @@ type Branch struct {
 
 func openBranch(ctx context.Context, git *gitrepo.Repo, name string, leases *lessor, opts Options) (*Branch, error) {
 	b := &Branch{
-		name:    name,
-		ref:     plumbing.NewBranchReferenceName(name),
-		git:     git,
-		opts:    opts,
-		log:     klog.FromContext(ctx).WithValues("branch", name),
-		x:       newIndex(),
-		changed: make(chan struct{}),
-		chain:   map[plumbing.Hash]int64{},
-		leases:  leases,
-		reqs:    make(chan *writeRequest, 1024),
-		kick:    make(chan struct{}, 1),
-		stop:    make(chan struct{}),
-		done:    make(chan struct{}),
+		name:     name,
+		ref:      plumbing.NewBranchReferenceName(name),
+		git:      git,
+		opts:     opts,
+		log:      klog.FromContext(ctx).WithValues("branch", name),
+		x:        newIndex(),
+		changed:  make(chan struct{}),
+		chain:    map[plumbing.Hash]int64{},
+		problems: problemSet{},
+		leases:   leases,
+		reqs:     make(chan *writeRequest, 1024),
+		kick:     make(chan struct{}, 1),
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
 	}
 	// An empty keyspace is at revision 1, as a new etcd is.
 	b.committed, b.latest = 1, 1
@@ -247,7 +254,16 @@ func (b *Branch) loadValue(r *record) ([]byte, error) {
 	return readValue(b.git, r.blob, r.ext)
 }
 
+// readValue reads a file the store wrote itself.
 func readValue(git *gitrepo.Repo, blob plumbing.Hash, ext string) ([]byte, error) {
+	content, err := readBlob(git, blob)
+	if err != nil {
+		return nil, err
+	}
+	return DecodeValue(content, ext)
+}
+
+func readBlob(git *gitrepo.Repo, blob plumbing.Hash) ([]byte, error) {
 	bl, err := object.GetBlob(git.Storer(), blob)
 	if err != nil {
 		return nil, fmt.Errorf("read blob %s: %w", blob, err)
@@ -257,11 +273,7 @@ func readValue(git *gitrepo.Repo, blob plumbing.Hash, ext string) ([]byte, error
 		return nil, err
 	}
 	defer rd.Close()
-	content, err := io.ReadAll(rd)
-	if err != nil {
-		return nil, err
-	}
-	return DecodeValue(content, ext)
+	return io.ReadAll(rd)
 }
 
 // close stops the writer, then cancels watchers and fails readers.

@@ -26,8 +26,39 @@ import (
 // Paths are key paths without extension (KeyPath). Rebuilding the index from
 // the branch reads revisions back from these lines (parseCommitOps); a
 // commit without them (made by someone else) is one revision.
+//
+// The store's answer to a branch moved from outside (a force-push) is a
+// merge commit whose tree is the pushed one: its files are not the store's
+// own and are read like any pushed file. Its message names its revision
+// but no operations, and says so:
+//
+//	Merge 1a2b3c4d5e6f: the branch was moved from 6f5e4d3c2b1a, keep its content
+//
+//	Heaven-Content: outside
+//	Heaven-Revision: 43
 
-const revisionTrailer = "Heaven-Revision: "
+const (
+	revisionTrailer = "Heaven-Revision: "
+	outsideTrailer  = "Heaven-Content: outside"
+)
+
+// outsideMessage renders the message of a commit holding content from
+// outside at revision rev.
+func outsideMessage(subject string, rev int64) string {
+	return fmt.Sprintf("%s\n\n%s\n%s%d\n", subject, outsideTrailer, revisionTrailer, rev)
+}
+
+// parseOutsideRevision reads the revision of a commit rendered by
+// outsideMessage.
+func parseOutsideRevision(msg string) (int64, bool) {
+	lines := strings.Split(strings.TrimRight(msg, "\n"), "\n")
+	n := len(lines)
+	if n < 3 || lines[n-2] != outsideTrailer || !strings.HasPrefix(lines[n-1], revisionTrailer) {
+		return 0, false
+	}
+	rev, err := strconv.ParseInt(strings.TrimPrefix(lines[n-1], revisionTrailer), 10, 64)
+	return rev, err == nil && rev > 0
+}
 
 type opKind string
 

@@ -27,4 +27,11 @@ var (
 	ErrLeaseProvided = errors.New("gitstore: lease is provided")
 	// ErrKeyNotFound: put with ignore_value or ignore_lease on a missing key.
 	ErrKeyNotFound = errors.New("gitstore: key not found")
+	// ErrBusy: others kept moving the branch (or held its lock) through
+	// every attempt of a write; nothing was written, a retry may succeed.
+	ErrBusy = errors.New("gitstore: branch busy")
+	// ErrRefConflict: the branch's ref cannot be created because another
+	// ref is in its way (git keeps refs as files: a branch "a" and a
+	// branch "a/b" exclude each other).
+	ErrRefConflict = errors.New("gitstore: branch ref conflicts with another ref")
 )

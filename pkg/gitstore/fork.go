@@ -45,7 +45,7 @@ func (r *Repository) Fork(ctx context.Context, name, from string, rev int64) (pl
 		}
 		rev = current
 	}
-	at, atRev, err := r.commitAtRevision(head, rev)
+	at, atRev, err := src.commitAt(rev)
 	if err != nil {
 		return plumbing.ZeroHash, 0, err
 	}
@@ -55,40 +55,39 @@ func (r *Repository) Fork(ctx context.Context, name, from string, rev int64) (pl
 	return at, atRev, nil
 }
 
-// commitAtRevision finds on the first-parent chain of head the newest commit
-// whose revision is at most rev, assigning revisions as rebuild does: our
-// commits carry theirs, any other commit takes the next one.
-func (r *Repository) commitAtRevision(head plumbing.Hash, rev int64) (plumbing.Hash, int64, error) {
-	var chain []*object.Commit
-	for h := head; !h.IsZero(); {
-		c, err := object.GetCommit(r.git.Storer(), h)
+// commitAt finds on the branch's first-parent chain the newest commit whose
+// revision is at most rev, with the revision the branch gave it. Commits
+// that carry no revision of their own (a merge that only joins histories,
+// inside a group commit) are passed over for their first parent, which
+// holds the same values.
+func (b *Branch) commitAt(rev int64) (plumbing.Hash, int64, error) {
+	for h := b.Head(); !h.IsZero(); {
+		c, err := object.GetCommit(b.git.Storer(), h)
 		if err != nil {
 			return plumbing.ZeroHash, 0, fmt.Errorf("read commit %s: %w", h, err)
 		}
-		chain = append(chain, c)
+		if r, ok := b.revisionOf(c); ok && r <= rev {
+			return h, r, nil
+		}
 		h = firstParent(c)
 	}
-	var (
-		found    plumbing.Hash
-		foundRev int64
-		current  int64 = 1 // an empty branch is at revision 1
-	)
-	for i := len(chain) - 1; i >= 0; i-- {
-		c := chain[i]
-		if _, last, ok := parseCommitOps(c.Message); ok && last > current {
-			current = last
-		} else {
-			current++
-		}
-		if current > rev {
-			break
-		}
-		found, foundRev = c.Hash, current
+	return plumbing.ZeroHash, 0, fmt.Errorf("no commit at or before revision %d", rev)
+}
+
+// revisionOf is the last revision of commit c of the branch's first-parent
+// chain: recorded when the commit was applied or written, else (a commit
+// inside a group commit) named by its message.
+func (b *Branch) revisionOf(c *object.Commit) (int64, bool) {
+	b.mu.RLock()
+	r, ok := b.chain[c.Hash]
+	b.mu.RUnlock()
+	if ok {
+		return r, true
 	}
-	if found.IsZero() {
-		return plumbing.ZeroHash, 0, fmt.Errorf("no commit at or before revision %d", rev)
+	if _, last, ok := parseCommitOps(c.Message); ok {
+		return last, true
 	}
-	return found, foundRev, nil
+	return 0, false
 }
 
 // DeleteBranch closes branch name and deletes its ref. Its commits stay in

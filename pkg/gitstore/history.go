@@ -1,6 +1,7 @@
 package gitstore
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 
@@ -69,27 +70,34 @@ func firstParent(c *object.Commit) plumbing.Hash {
 // revisions and applies it to the index, making it visible. A commit of
 // ours (parseCommitOps) keeps the revisions its message names, provided
 // they are newer than the current revision and account for every file it
-// changes; any other commit becomes one revision. loadValues reads the new
-// values now (live pick-up); otherwise they stay in git (rebuild).
+// changes; its files are the store's own and are read as such. Any other
+// commit is one revision (the one its message names when it is our answer
+// to a branch moved from outside, see reconcile), and each file it changes
+// is read with Options.ReadFile now: a file that can't be served is
+// recorded as a problem and its key keeps its last good value
+// (problems.go). loadValues reads our own new values now (live pick-up);
+// otherwise they stay in git (rebuild). Errors are I/O errors only: the
+// content of a commit never fails it.
 func (b *Branch) applyCommit(c *object.Commit, loadValues bool) error {
 	diff, err := b.diffTrees(b.tree, c.TreeHash)
 	if err != nil {
 		return err
 	}
-	revs, ok := b.revisionsFromMessage(c, diff)
-	if !ok {
-		revs = []revisionOps{{rev: b.latest + 1, stems: sortedStems(diff)}}
+	revs, ours := b.revisionsFromMessage(c, diff)
+	if !ours {
+		revs = []revisionOps{{rev: b.outsideRevision(c), stems: sortedStems(diff)}}
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, ro := range revs {
 		var changes []change
 		for _, stem := range ro.stems {
-			key, err := PathKey(stem)
-			if err != nil {
-				continue
+			var ch *change
+			if ours {
+				ch, err = b.commitChange(stem, ro.rev, diff[stem], loadValues)
+			} else {
+				ch, err = b.outsideChange(c.Hash, stem, ro.rev, diff[stem])
 			}
-			ch, err := b.commitChange(key, ro.rev, diff[stem], loadValues)
 			if err != nil {
 				return err
 			}
@@ -97,8 +105,8 @@ func (b *Branch) applyCommit(c *object.Commit, loadValues bool) error {
 				changes = append(changes, *ch)
 			}
 		}
-		if len(changes) == 0 && !ok {
-			continue // a commit that changed no value file (a README): no revision
+		if len(changes) == 0 && !ours {
+			continue // no value file changed (a README), or none could be served: no revision
 		}
 		b.x.apply(ro.rev, changes)
 		b.latest = ro.rev
@@ -109,8 +117,25 @@ func (b *Branch) applyCommit(c *object.Commit, loadValues bool) error {
 	return nil
 }
 
-// commitChange is the change a commit makes to key at rev, nil for none.
-func (b *Branch) commitChange(key string, rev int64, f fileState, loadValues bool) (*change, error) {
+// outsideRevision is the revision of a commit that is not one of ours: the
+// one its message names if it is our answer to a branch moved from
+// outside (reconcile), else the next.
+func (b *Branch) outsideRevision(c *object.Commit) int64 {
+	if rev, ok := parseOutsideRevision(c.Message); ok && rev > b.latest {
+		return rev
+	}
+	return b.latest + 1
+}
+
+// commitChange is the change one of our commits makes to the key of stem
+// at rev, nil for none. It also clears a problem the stem had: our file
+// replaced the one that could not be served.
+func (b *Branch) commitChange(stem string, rev int64, f fileState, loadValues bool) (*change, error) {
+	key, err := PathKey(stem)
+	if err != nil {
+		return nil, nil
+	}
+	b.setProblem(stem, nil)
 	prev := b.x.current(key)
 	if f.blob.IsZero() {
 		if prev == nil {
@@ -128,6 +153,52 @@ func (b *Branch) commitChange(key string, rev int64, f fileState, loadValues boo
 			return nil, err
 		}
 		rec.value, rec.loaded = v, true
+	}
+	return &change{key: key, rec: rec, prev: prev}, nil
+}
+
+// outsideChange is the change a commit made by someone else makes to the
+// key of stem at rev: the file is read with Options.ReadFile, and one that
+// can't be served changes nothing but the branch's problems. Its value is
+// kept in memory (record.outside), so that it is never read again from a
+// blob with the store's own decoding.
+func (b *Branch) outsideChange(commit plumbing.Hash, stem string, rev int64, f fileState) (*change, error) {
+	key, err := PathKey(stem)
+	problem := func(err error) (*change, error) {
+		b.setProblem(stem, &FileProblem{Path: stem + f.ext, Key: key, Commit: commit, Err: err.Error()})
+		return nil, nil
+	}
+	if err != nil {
+		if f.blob.IsZero() {
+			b.setProblem(stem, nil)
+			return nil, nil
+		}
+		key = ""
+		return problem(fmt.Errorf("the path maps to no key: %w", err))
+	}
+	prev := b.x.current(key)
+	if f.blob.IsZero() {
+		b.setProblem(stem, nil)
+		if prev == nil {
+			return nil, nil
+		}
+		return &change{key: key, rec: &record{mod: rev}, prev: prev}, nil
+	}
+	content, err := readBlob(b.git, f.blob)
+	if errors.Is(err, plumbing.ErrObjectNotFound) {
+		return problem(err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	v, err := b.opts.ReadFile(key, content, f.ext)
+	if err != nil {
+		return problem(err)
+	}
+	b.setProblem(stem, nil)
+	rec := &record{mod: rev, create: rev, version: 1, blob: f.blob, ext: f.ext, value: v, loaded: true, outside: true}
+	if prev != nil {
+		rec.create, rec.version = prev.create, prev.version+1
 	}
 	return &change{key: key, rec: rec, prev: prev}, nil
 }

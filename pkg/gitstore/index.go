@@ -19,6 +19,9 @@ type record struct {
 	loaded bool
 	blob   plumbing.Hash // zero for leased (ephemeral) keys and tombstones
 	ext    string        // file extension in git; "" for ephemeral keys
+	// outside: the file was committed by someone else and read with
+	// Options.ReadFile; its value is always loaded.
+	outside bool
 }
 
 func (r *record) tombstone() bool { return r.create == 0 }

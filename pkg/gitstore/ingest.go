@@ -1,11 +1,70 @@
 package gitstore
 
 import (
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"k8s.io/klog/v2"
 )
+
+// pickupState paces picking up commits from outside after a failure (a
+// commit whose objects can't be read: a missing object, a broken pack):
+// retries back off exponentially up to maxPickupBackoff, the failure is
+// logged once per distinct error, and writes fail at once with it
+// (ErrUnavailable) instead of retrying against a ref they can't catch up
+// with. The content of a commit never fails a pick-up (problems.go).
+type pickupState struct {
+	failures int
+	retryAt  time.Time
+	err      error // the last failure, nil once a pick-up succeeded
+}
+
+const (
+	minPickupBackoff = 250 * time.Millisecond
+	maxPickupBackoff = 30 * time.Second
+)
+
+// waiting says whether a failed pick-up is still backing off.
+func (p *pickupState) waiting(now time.Time) bool {
+	return p.err != nil && now.Before(p.retryAt)
+}
+
+// record notes the outcome of a pick-up.
+func (p *pickupState) record(log klog.Logger, err error, now time.Time) {
+	if err == nil {
+		if p.err != nil {
+			log.Info("Picking up commits from outside works again", "failures", p.failures)
+		}
+		*p = pickupState{}
+		return
+	}
+	if p.err == nil || p.err.Error() != err.Error() {
+		log.Error(err, "Picking up commits from outside failed; retrying with backoff")
+	}
+	p.failures++
+	p.err = err
+	p.retryAt = now.Add(min(minPickupBackoff<<min(p.failures-1, 16), maxPickupBackoff))
+}
+
+// pickUp ingests commits made by others, unless a failed attempt is still
+// backing off (the repository's poller kicks again while the ref differs).
+func (b *Branch) pickUp() {
+	now := time.Now()
+	if b.pickup.waiting(now) {
+		return
+	}
+	before := b.head
+	b.pickup.record(b.log, b.ingest(), now)
+	b.notifyHead(before)
+	b.notifyProblems()
+}
+
+// ErrUnavailable is returned for writes to a branch that moved to commits
+// the store cannot read; writes resume once a pick-up succeeds.
+var ErrUnavailable = errors.New("gitstore: branch unavailable")
 
 // ingest picks up commits that others made to the branch (a git push, a
 // merge, a reset). Runs on the writer goroutine.
@@ -16,11 +75,21 @@ import (
 // merge commit whose first parent is our head and whose tree is the new
 // head's: the content the pusher wanted, at the next revision, with both
 // histories kept.
-func (b *Branch) ingest() error {
+func (b *Branch) ingest() (err error) {
 	tip, err := b.git.Ref(b.ref)
 	if err != nil || tip == b.head {
 		return err
 	}
+	before := b.head
+	defer func() {
+		// Commits applied before a failure stay applied; the writer's
+		// tree must follow the head all the same.
+		if err != nil && b.head != before {
+			if rerr := b.resetMirror(); rerr != nil {
+				err = errors.Join(err, rerr)
+			}
+		}
+	}()
 	if tip.IsZero() {
 		// The branch was deleted under us: recreate it from our head.
 		return b.git.CompareAndSwapRef(b.ref, b.head, plumbing.ZeroHash)
@@ -61,44 +130,17 @@ func (b *Branch) ingest() error {
 	return b.reconcile(tip)
 }
 
-// reconcile answers a non-fast-forward move of the branch to tip.
+// reconcile answers a non-fast-forward move of the branch to tip with a
+// merge commit whose tree is tip's: content from outside, read as such by
+// applyCommit (a file that can't be served keeps its key's last good value).
 func (b *Branch) reconcile(tip plumbing.Hash) error {
 	tipCommit, err := object.GetCommit(b.git.Storer(), tip)
 	if err != nil {
 		return err
 	}
-	diff, err := b.diffTrees(b.tree, tipCommit.TreeHash)
-	if err != nil {
-		return err
-	}
-	rev := b.latest + 1
-	var ops []commitOp
-	for _, stem := range sortedStems(diff) {
-		key, err := PathKey(stem)
-		if err != nil {
-			continue
-		}
-		cur := b.x.current(key)
-		switch {
-		case diff[stem].blob.IsZero() && (cur == nil || cur.ext == ""):
-			continue
-		case diff[stem].blob.IsZero():
-			ops = append(ops, commitOp{rev: rev, kind: opDelete, stem: stem})
-		case cur == nil || cur.ext == "":
-			ops = append(ops, commitOp{rev: rev, kind: opCreate, stem: stem})
-		default:
-			ops = append(ops, commitOp{rev: rev, kind: opUpdate, stem: stem})
-		}
-	}
-	msg := fmt.Sprintf("Merge %s: the branch was moved from %s, keep its content\n\n", tip.String()[:12], b.head.String()[:12])
-	if len(ops) > 0 {
-		for _, op := range ops {
-			msg += fmt.Sprintf("%d %s %s\n", op.rev, op.kind, op.stem)
-		}
-		msg += "\n" + fmt.Sprintf("%s%d\n", revisionTrailer, rev)
-	}
+	subject := fmt.Sprintf("Merge %s: the branch was moved from %s, keep its content", shortHash(tip), shortHash(b.head))
 	wb := b.git.NewBatch()
-	h, err := wb.AddCommit(b.newCommit(tipCommit.TreeHash, msg, b.head, tip))
+	h, err := wb.AddCommit(b.newCommit(tipCommit.TreeHash, outsideMessage(subject, b.latest+1), b.head, tip))
 	if err != nil {
 		return err
 	}

@@ -30,6 +30,18 @@ type Options struct {
 	// included) and after picking up commits made by others. It runs on
 	// the branch's writer and must not block.
 	OnHead func(branch string, head plumbing.Hash)
+	// ReadFile turns a value file that the store did not write itself (a
+	// commit pushed by someone else, or any file a merge reads through
+	// Values) into the value served for key, or says why the file cannot
+	// be served: such a file is a problem of the branch (Branch.Problems)
+	// and its key keeps its last good value. It must be a pure function of
+	// its arguments: rebuilding a branch must come to the same values.
+	// Default: DecodeValue, which refuses only JSON that does not parse.
+	ReadFile func(key string, content []byte, ext string) ([]byte, error)
+	// OnProblems, if set, is called with an open branch's problems
+	// whenever they change. It runs on the branch's writer and must not
+	// block.
+	OnProblems func(branch string, problems []FileProblem)
 }
 
 func (o *Options) complete() {
@@ -41,6 +53,9 @@ func (o *Options) complete() {
 	}
 	if o.AuthorEmail == "" {
 		o.AuthorEmail = "heaven@localhost"
+	}
+	if o.ReadFile == nil {
+		o.ReadFile = func(_ string, content []byte, ext string) ([]byte, error) { return DecodeValue(content, ext) }
 	}
 }
 

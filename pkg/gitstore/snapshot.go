@@ -15,7 +15,9 @@ import (
 // source. Only keys git holds are seen (leased keys live in memory), and
 // values are exactly what Range returns for them (DecodeValue).
 
-// Snapshot returns every key of commit's tree with its value.
+// Snapshot returns every key of commit's tree with its value. Files that
+// can't be served (Options.ReadFile) are left out and listed in a
+// *FileErrors returned with the rest (IsFileErrors).
 func (r *Repository) Snapshot(commit plumbing.Hash) (map[string][]byte, error) {
 	root, err := r.treeOf(commit)
 	if err != nil {
@@ -26,11 +28,12 @@ func (r *Repository) Snapshot(commit plumbing.Hash) (map[string][]byte, error) {
 	if err := t.walk(files, "", root); err != nil {
 		return nil, err
 	}
-	return r.readFiles(files)
+	return r.readFiles(commit, files)
 }
 
 // Values returns the values of keys at commit; keys absent there are absent
-// from the map.
+// from the map, and so are keys whose files can't be served: they are
+// listed in a *FileErrors returned with the rest (IsFileErrors).
 func (r *Repository) Values(commit plumbing.Hash, keys []string) (map[string][]byte, error) {
 	root, err := r.treeOf(commit)
 	if err != nil {
@@ -47,7 +50,7 @@ func (r *Repository) Values(commit plumbing.Hash, keys []string) (map[string][]b
 			files[KeyPath(k)] = f
 		}
 	}
-	return r.readFiles(files)
+	return r.readFiles(commit, files)
 }
 
 // ChangedKeys returns, sorted, the keys whose values differ between two
@@ -88,20 +91,33 @@ func (r *Repository) treeOf(commit plumbing.Hash) (plumbing.Hash, error) {
 	return c.TreeHash, nil
 }
 
-// readFiles reads value files by stem into values by key; stems that are
-// not keys are skipped.
-func (r *Repository) readFiles(files map[string]fileState) (map[string][]byte, error) {
+// readFiles reads value files by stem into values by key, with
+// Options.ReadFile: a commit's files may have been pushed by anyone. Stems
+// that are not keys are skipped; files that can't be served are left out
+// and listed in a *FileErrors, returned with the values that could be
+// read.
+func (r *Repository) readFiles(commit plumbing.Hash, files map[string]fileState) (map[string][]byte, error) {
 	out := make(map[string][]byte, len(files))
+	var bad []FileProblem
 	for stem, f := range files {
 		key, err := PathKey(stem)
 		if err != nil {
 			continue
 		}
-		v, err := readValue(r.git, f.blob, f.ext)
+		content, err := readBlob(r.git, f.blob)
 		if err != nil {
 			return nil, err
 		}
+		v, err := r.opts.ReadFile(key, content, f.ext)
+		if err != nil {
+			bad = append(bad, FileProblem{Path: stem + f.ext, Key: key, Commit: commit, Err: err.Error()})
+			continue
+		}
 		out[key] = v
+	}
+	if len(bad) > 0 {
+		sort.Slice(bad, func(i, j int) bool { return bad[i].Path < bad[j].Path })
+		return out, &FileErrors{Problems: bad}
 	}
 	return out, nil
 }

@@ -79,6 +79,12 @@ func (m *treeMirror) child(n *treeNode, name string, create bool) (*treeNode, er
 			return nil, err
 		}
 	case create:
+		// A file of that very name (pushed from outside: a key's path
+		// needs a directory there) gives way; a tree can't hold both.
+		if j, file := n.find(name); file {
+			n.entries = append(n.entries[:j], n.entries[j+1:]...)
+			i, _ = n.find(name + "/")
+		}
 		c = &treeNode{dirty: true}
 		n.entries = append(n.entries, object.TreeEntry{})
 		copy(n.entries[i+1:], n.entries[i:])

@@ -3,6 +3,7 @@ package gitstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -115,11 +116,7 @@ func (b *Branch) run() {
 			b.commitBatch(batch)
 			b.lastBatch, b.lastCost, b.lastQueued = len(batch), time.Since(start), len(b.reqs)
 		case <-b.kick:
-			before := b.head
-			if err := b.ingest(); err != nil {
-				b.log.Error(err, "Picking up commits from outside failed")
-			}
-			b.notifyHead(before)
+			b.pickUp()
 		}
 	}
 }
@@ -176,13 +173,20 @@ func (b *Branch) drain(err error) {
 }
 
 // commitBatch evaluates the batch in order, commits its git-backed changes
-// durably, then makes them visible and answers every request.
+// durably, then makes them visible and answers every request. A commit
+// that loses the ref to someone else (a push) picks their commits up and
+// tries again, a bounded number of times with backoff; every failure that
+// remains is answered with an error that says what to do.
 func (b *Branch) commitBatch(batch []*writeRequest) {
+	defer b.notifyProblems()
 	defer b.notifyHead(b.head)
 	for attempt := 0; ; attempt++ {
 		b.evaluate(batch)
 		err := b.persist(batch)
 		if err == nil {
+			// The ref was where we expected: whatever failed to be picked
+			// up is gone.
+			b.pickup.record(b.log, nil, time.Now())
 			b.publish(batch)
 			return
 		}
@@ -191,20 +195,12 @@ func (b *Branch) commitBatch(batch []*writeRequest) {
 		b.latest = b.committed
 		b.mu.Unlock()
 		if rerr := b.resetMirror(); rerr != nil {
-			err = rerr
-		}
-		if errors.Is(err, gitrepo.ErrRefChanged) && attempt < maxCASRetries {
-			// Someone else committed: take their commits first, then
-			// evaluate ours again on top (none was acknowledged yet).
-			if ierr := b.ingest(); ierr == nil {
-				continue
-			}
-		}
-		if errors.Is(err, gitrepo.ErrRefLocked) && attempt < maxCASRetries {
-			time.Sleep(time.Duration(attempt+1) * 10 * time.Millisecond)
+			err = errors.Join(err, rerr)
+		} else if b.retryCommit(err, attempt) {
 			continue
 		}
-		b.log.Error(err, "Commit failed", "requests", len(batch))
+		err = b.commitError(err)
+		b.log.Error(err, "Commit failed", "requests", len(batch), "attempts", attempt+1)
 		for _, r := range batch {
 			if r.err == nil {
 				r.err = err
@@ -213,6 +209,53 @@ func (b *Branch) commitBatch(batch []*writeRequest) {
 		}
 		return
 	}
+}
+
+// retryCommit says whether a failed commit is worth another attempt, and
+// gets ready for it: none of the batch was acknowledged yet.
+func (b *Branch) retryCommit(err error, attempt int) bool {
+	if attempt >= maxCASRetries {
+		return false
+	}
+	switch {
+	case errors.Is(err, gitrepo.ErrRefChanged):
+		// Someone else committed: take their commits first, then
+		// evaluate ours again on top.
+		now := time.Now()
+		if b.pickup.waiting(now) {
+			return false
+		}
+		b.pickup.record(b.log, b.ingest(), now)
+		if b.pickup.err != nil {
+			return false
+		}
+		if attempt > 0 {
+			time.Sleep(casBackoff << attempt) // pushed to in a loop: let it pass
+		}
+		return true
+	case errors.Is(err, gitrepo.ErrRefLocked):
+		time.Sleep(casBackoff << (attempt + 1)) // git holds the ref right now
+		return true
+	}
+	return false
+}
+
+// casBackoff is the first wait between attempts at a contended ref; it
+// doubles per attempt (at most about 0.3 s in all).
+const casBackoff = 5 * time.Millisecond
+
+// commitError turns the last error of a failed commit into one a client
+// can act on.
+func (b *Branch) commitError(err error) error {
+	switch {
+	case errors.Is(err, gitrepo.ErrRefChanged) && b.pickup.err != nil:
+		return fmt.Errorf("%w: branch %s moved to commits that cannot be read (%v); writes resume once they can be", ErrUnavailable, b.name, b.pickup.err)
+	case errors.Is(err, gitrepo.ErrRefChanged), errors.Is(err, gitrepo.ErrRefLocked):
+		return fmt.Errorf("%w: branch %s is being moved by others (git pushes) faster than the store can catch up: %v", ErrBusy, b.name, err)
+	case errors.Is(err, gitrepo.ErrRefConflict):
+		return fmt.Errorf("%w: branch %s cannot be written: %v", ErrRefConflict, b.name, err)
+	}
+	return err
 }
 
 // evaluate applies each request to the index at the next revision (not yet
@@ -272,6 +315,7 @@ func (b *Branch) persist(batch []*writeRequest) error {
 	var ops []commitOp
 	var lastGitRev int64
 	inCommit := map[string]bool{}
+	written := map[string]bool{}
 	commit := func(m *mergeIntent) error {
 		if len(ops) == 0 && (m == nil || !m.join) {
 			return nil
@@ -314,7 +358,7 @@ func (b *Branch) persist(batch []*writeRequest) error {
 					return err
 				}
 			}
-			inCommit[op.stem] = true
+			inCommit[op.stem], written[op.stem] = true, true
 			op.rev = r.rev
 			ops = append(ops, op)
 			lastGitRev = r.rev
@@ -343,8 +387,11 @@ func (b *Branch) persist(batch []*writeRequest) error {
 		}
 		b.mu.Lock() // Head() reads head
 		b.head, b.tree = head, b.mirror.root.hash
-		b.mu.Unlock()
 		b.chain[head] = lastGitRev
+		for stem := range written {
+			b.setProblem(stem, nil) // our file replaced the one not served
+		}
+		b.mu.Unlock()
 	}
 	var lastRev int64
 	for _, r := range batch {
@@ -367,9 +414,11 @@ func (b *Branch) stage(wb *gitrepo.Batch, r *writeRequest, c change) (commitOp, 
 		if !inGit {
 			return commitOp{}, false
 		}
+		b.dropUnserved(stem)
 		b.mirror.set(stem+c.prev.ext, plumbing.ZeroHash)
 		return commitOp{kind: opDelete, stem: stem}, true
 	}
+	b.dropUnserved(stem)
 	if e := r.encodedFor(c.rec.value); e != nil {
 		c.rec.blob, c.rec.ext = wb.AddEncoded(e.blob), e.ext
 	} else {
@@ -386,6 +435,15 @@ func (b *Branch) stage(wb *gitrepo.Batch, r *writeRequest, c change) (commitOp, 
 		kind = opCreate
 	}
 	return commitOp{kind: kind, stem: stem}, true
+}
+
+// dropUnserved removes from the tree a file of stem that is not served (a
+// problem): the key's value is its last good one, which the write being
+// staged replaces.
+func (b *Branch) dropUnserved(stem string) {
+	if p, bad := b.problems[stem]; bad {
+		b.mirror.set(p.Path, plumbing.ZeroHash)
+	}
 }
 
 func (b *Branch) newCommit(tree plumbing.Hash, msg string, parents ...plumbing.Hash) *object.Commit {

@@ -3,7 +3,6 @@ package gitrepo
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -60,16 +59,19 @@ func (r *Repo) Commit(b *Batch, name plumbing.ReferenceName, new, old plumbing.H
 	go func() {
 		r.moving.wait(name) // our previous Commit of name may still hold the lock
 		lock, err := createLock(r.dir, path+".lock")
-		if errors.Is(err, fs.ErrExist) {
-			err = fmt.Errorf("%w: %s", ErrRefLocked, name)
-		} else if err != nil {
-			err = fmt.Errorf("%s: %w", name, err)
+		if err != nil {
+			err = lockError(r, name, err)
 		}
 		if err == nil {
 			var cur refValue
 			var exists bool
 			if cur, exists, err = r.readRef(name); err == nil {
 				err = expect(name, old)(cur, exists)
+			}
+			if err == nil && !exists {
+				// Found only at the rename, after the record is
+				// durable, a conflict would stop the journal.
+				err = r.checkNoConflict(name)
 			}
 			if err != nil {
 				lock.Close()

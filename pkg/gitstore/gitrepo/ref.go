@@ -22,6 +22,10 @@ var (
 	ErrInvalidRef = errors.New("gitrepo: invalid reference name")
 	// ErrCorruptRef: a reference file holds neither a hash nor "ref: ".
 	ErrCorruptRef = errors.New("gitrepo: corrupt reference")
+	// ErrRefConflict: the reference cannot be created beside another one.
+	// Git keeps refs as files, so refs/heads/a and refs/heads/a/b exclude
+	// each other (loose or packed). No retry helps; one of them must go.
+	ErrRefConflict = errors.New("gitrepo: reference conflicts with another")
 )
 
 // maxSymrefDepth is git's limit on chains of symbolic references.
@@ -134,4 +138,46 @@ func expect(name plumbing.ReferenceName, old plumbing.Hash) func(refValue, bool)
 		}
 		return nil
 	}
+}
+
+// checkNoConflict returns ErrRefConflict, naming the other ref, when name
+// (which does not exist) cannot be created because a ref is a directory
+// prefix of it or lies below it, as a loose file or in packed-refs. It is
+// checked before anything is written: found only when renaming the lock
+// over the ref, the conflict would come after the write was made durable.
+func (r *Repo) checkNoConflict(name plumbing.ReferenceName) error {
+	other, err := r.conflictingRef(name)
+	if err != nil || other == "" {
+		return err
+	}
+	return fmt.Errorf("%w: %s cannot be created while %s exists", ErrRefConflict, name, other)
+}
+
+func (r *Repo) conflictingRef(name plumbing.ReferenceName) (plumbing.ReferenceName, error) {
+	parts := strings.Split(string(name), "/")
+	// Prefixes below "refs/<kind>/": refs/heads/a for refs/heads/a/b.
+	for i := 3; i < len(parts); i++ {
+		prefix := plumbing.ReferenceName(strings.Join(parts[:i], "/"))
+		if fi, err := os.Stat(r.refPath(prefix)); err == nil && fi.Mode().IsRegular() {
+			return prefix, nil
+		}
+	}
+	// Refs below: refs/heads/a/b for refs/heads/a.
+	var below plumbing.ReferenceName
+	if fi, err := os.Stat(r.refPath(name)); err == nil && fi.IsDir() {
+		names, err := r.refNames(string(name)+"/", false)
+		if err != nil {
+			return "", err
+		}
+		if len(names) > 0 {
+			return names[0], nil
+		}
+	}
+	err := r.forEachPacked(func(n plumbing.ReferenceName, _ plumbing.Hash) bool {
+		if strings.HasPrefix(string(n), string(name)+"/") || strings.HasPrefix(string(name), string(n)+"/") {
+			below = n
+		}
+		return below == ""
+	})
+	return below, err
 }

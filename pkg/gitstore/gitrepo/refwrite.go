@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/go-git/go-git/v5/plumbing"
 )
@@ -30,11 +31,8 @@ func (r *Repo) updateRef(name plumbing.ReferenceName, check func(refValue, bool)
 	lock := path + ".lock"
 	r.moving.wait(name) // a Commit's lock, about to be renamed
 	f, err := createLock(r.dir, lock)
-	if errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("%w: %s", ErrRefLocked, name)
-	}
 	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
+		return lockError(r, name, err)
 	}
 	if err := r.checkpointIfJournaled(name); err != nil {
 		f.Close()
@@ -63,6 +61,21 @@ func (r *Repo) updateRef(name plumbing.ReferenceName, check func(refValue, bool)
 		return err
 	}
 	return syncDir(dir)
+}
+
+// lockError explains a failure to create name's lock file: held by
+// someone else, or impossible because a ref is where a directory of the
+// path must be (refs/heads/a blocks refs/heads/a/b.lock).
+func lockError(r *Repo, name plumbing.ReferenceName, err error) error {
+	if errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("%w: %s", ErrRefLocked, name)
+	}
+	if errors.Is(err, syscall.ENOTDIR) {
+		if cerr := r.checkNoConflict(name); cerr != nil {
+			return cerr
+		}
+	}
+	return fmt.Errorf("%s: %w", name, err)
 }
 
 // createLock creates a lock file exclusively, and its directory durably.
@@ -95,6 +108,11 @@ func (r *Repo) writeLocked(f *os.File, name plumbing.ReferenceName, check func(r
 	}
 	if err := check(cur, exists); err != nil {
 		return err
+	}
+	if !exists {
+		if err := r.checkNoConflict(name); err != nil {
+			return err
+		}
 	}
 	if _, err := f.WriteString(v.String()); err != nil {
 		return err

@@ -1,0 +1,342 @@
+package gitstore
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"sigs.k8s.io/yaml"
+)
+
+// readObjectFile stands in for heaven-server's reader of pushed files: JSON
+// or YAML objects, whose "name" must match the key's last component.
+func readObjectFile(key string, content []byte, ext string) ([]byte, error) {
+	var js []byte
+	var err error
+	switch ext {
+	case extJSON:
+		js, err = DecodeValue(content, ext)
+	case extYAML:
+		js, err = yaml.YAMLToJSON(content)
+	default:
+		return nil, errors.New("not JSON or YAML")
+	}
+	if err != nil {
+		return nil, err
+	}
+	var obj struct{ Name string }
+	if err := yaml.Unmarshal(js, &obj); err != nil {
+		return nil, err
+	}
+	if want := key[strings.LastIndex(key, "/")+1:]; obj.Name != want {
+		return nil, errors.New("name " + obj.Name + " does not match the path's " + want)
+	}
+	return js, nil
+}
+
+func openOutsideBranch(t *testing.T) (*Branch, string, *problemLog) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "heavens.git")
+	seen := &problemLog{}
+	return reopenOutside(t, dir, seen), dir, seen
+}
+
+// reopenOutside opens branch team-a of dir with the object file reader.
+func reopenOutside(t *testing.T, dir string, seen *problemLog) *Branch {
+	t.Helper()
+	r, err := Open(dir, Options{PollInterval: 10 * time.Millisecond, ReadFile: readObjectFile, OnProblems: seen.add})
+	require.NoError(t, err)
+	t.Cleanup(func() { r.Close() })
+	b, err := r.Branch(context.Background(), "team-a")
+	require.NoError(t, err)
+	return b
+}
+
+// problemLog records what OnProblems was told.
+type problemLog struct {
+	mu    sync.Mutex
+	calls [][]FileProblem
+}
+
+func (l *problemLog) add(_ string, p []FileProblem) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.calls = append(l.calls, p)
+}
+
+func (l *problemLog) last() (calls int, last []FileProblem) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.calls) == 0 {
+		return 0, nil
+	}
+	return len(l.calls), l.calls[len(l.calls)-1]
+}
+
+// clone makes a work tree of branch, for commits pushed from outside.
+func clone(t *testing.T, dir, branch string) string {
+	t.Helper()
+	wd := filepath.Join(t.TempDir(), "w")
+	git(t, filepath.Dir(wd), "clone", "-q", "--branch", branch, dir, wd)
+	return wd
+}
+
+// push writes files (content "" removes the file) into work tree wd,
+// commits and pushes them.
+func push(t *testing.T, wd string, files map[string]string, args ...string) {
+	t.Helper()
+	for path, content := range files {
+		p := filepath.Join(wd, filepath.FromSlash(path))
+		if content == "" {
+			require.NoError(t, os.Remove(p))
+			continue
+		}
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
+	}
+	git(t, wd, "add", "-A")
+	git(t, wd, "commit", "-qm", "by hand")
+	git(t, wd, append([]string{"push", "-q", "origin", "HEAD"}, args...)...)
+}
+
+// waitFor polls cond until it holds, or fails the test after 10 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		require.True(t, time.Now().Before(deadline), "timed out waiting for %s", what)
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func problemPaths(b *Branch) []string {
+	var out []string
+	for _, p := range b.Problems() {
+		out = append(out, p.Path)
+	}
+	return out
+}
+
+func TestBadPushedFileNeverBlocksTheBranch(t *testing.T) {
+	b, dir, seen := openOutsideBranch(t)
+	put(t, b, "/core/cm/default/good", `{"name":"good","v":1}`)
+	waitGitRef(t, dir, "team-a", b.Head())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w, err := b.Watch(ctx, WatchRequest{Key: []byte("/"), RangeEnd: []byte("\x00")})
+	require.NoError(t, err)
+
+	// A truncated file for a new key and a broken edit of an existing one.
+	wd := clone(t, dir, "team-a")
+	push(t, wd, map[string]string{
+		"core/cm/default/bad.json":  `{"name":"bad",`,
+		"core/cm/default/good.json": `{"name":"good","v":`,
+	})
+	waitFor(t, "the problems", func() bool { return len(b.Problems()) == 2 })
+	require.Equal(t, []string{"core/cm/default/bad.json", "core/cm/default/good.json"}, problemPaths(b))
+	require.Nil(t, get(t, b, "/core/cm/default/bad", 0), "a file that can't be served is no key")
+	require.JSONEq(t, `{"name":"good","v":1}`, string(get(t, b, "/core/cm/default/good", 0).Value), "the last good value stays")
+	calls, last := seen.last()
+	require.NotZero(t, calls, "OnProblems was told")
+	require.Len(t, last, 2)
+
+	// Writes go on, also to the key whose file is broken: the write
+	// replaces the file.
+	put(t, b, "/core/cm/default/other", `{"name":"other"}`)
+	put(t, b, "/core/cm/default/good", `{"name":"good","v":2}`)
+	require.Equal(t, []string{"core/cm/default/bad.json"}, problemPaths(b))
+
+	// A fix pushed on top serves the file and clears the problem.
+	waitGitRef(t, dir, "team-a", b.Head())
+	git(t, wd, "pull", "-q", "--rebase=false", "origin", "team-a")
+	push(t, wd, map[string]string{"core/cm/default/bad.json": `{"name":"bad","fixed":true}`})
+	waitFor(t, "the fix", func() bool { return get(t, b, "/core/cm/default/bad", 0) != nil })
+	require.Empty(t, b.Problems())
+	_, last = seen.last()
+	require.Empty(t, last)
+
+	// The watch saw every served change in order and never ended.
+	var keys []string
+	for len(keys) < 3 {
+		select {
+		case resp := <-w.Responses():
+			require.False(t, resp.Canceled)
+			for _, ev := range resp.Events {
+				keys = append(keys, string(ev.Kv.Key))
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("watch stalled after %v", keys)
+		}
+	}
+	require.Equal(t, []string{"/core/cm/default/other", "/core/cm/default/good", "/core/cm/default/bad"}, keys)
+	git(t, dir, "fsck", "--strict")
+}
+
+func TestPushedYAMLIsServedAndRebuiltTheSame(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "heavens.git")
+	r, err := Open(dir, Options{PollInterval: 10 * time.Millisecond, ReadFile: readObjectFile})
+	require.NoError(t, err)
+	defer r.Close()
+	b, err := r.Branch(context.Background(), "team-a")
+	require.NoError(t, err)
+	put(t, b, "/core/cm/default/a", `{"name":"a"}`)
+	waitGitRef(t, dir, "team-a", b.Head())
+	wd := clone(t, dir, "team-a")
+	// Someone edits the JSON file into YAML, and adds a second object as
+	// YAML and one whose name does not match its path.
+	require.NoError(t, os.Remove(filepath.Join(wd, "core/cm/default/a.json")))
+	push(t, wd, map[string]string{
+		"core/cm/default/a.yaml":     "name: a\nedited: true\n",
+		"core/cm/default/b.yaml":     "name: b\n",
+		"core/cm/default/wrong.yaml": "name: right\n",
+	})
+	waitFor(t, "the push", func() bool { return get(t, b, "/core/cm/default/b", 0) != nil })
+	a := get(t, b, "/core/cm/default/a", 0)
+	require.JSONEq(t, `{"name":"a","edited":true}`, string(a.Value))
+	require.Equal(t, int64(2), a.Version)
+	require.Equal(t, []string{"core/cm/default/wrong.yaml"}, problemPaths(b))
+	rev := b.Revision()
+
+	// A write to a key pushed as YAML goes back to JSON in one file.
+	put(t, b, "/core/cm/default/b", `{"name":"b","v":2}`)
+	waitGitRef(t, dir, "team-a", b.Head())
+	files := git(t, dir, "ls-tree", "-r", "--name-only", "team-a")
+	require.Contains(t, files, "core/cm/default/b.json")
+	require.NotContains(t, files, "core/cm/default/b.yaml")
+
+	// Reopened, the branch comes to the same values, revisions and problems.
+	require.NoError(t, r.Close())
+	reopened := reopenOutside(t, dir, &problemLog{})
+	require.Equal(t, b.Revision(), reopened.Revision())
+	require.Greater(t, reopened.Revision(), rev)
+	a2 := get(t, reopened, "/core/cm/default/a", 0)
+	require.Equal(t, a.Value, a2.Value)
+	require.Equal(t, a.ModRevision, a2.ModRevision)
+	require.Equal(t, []string{"core/cm/default/wrong.yaml"}, problemPaths(reopened))
+}
+
+func TestForcePushKeepsLastGoodValuesAcrossRestart(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "heavens.git")
+	r, err := Open(dir, Options{PollInterval: 10 * time.Millisecond, ReadFile: readObjectFile})
+	require.NoError(t, err)
+	defer r.Close()
+	b, err := r.Branch(context.Background(), "team-a")
+	require.NoError(t, err)
+	put(t, b, "/core/cm/default/a", `{"name":"a","v":1}`)
+	waitGitRef(t, dir, "team-a", b.Head())
+	wd := clone(t, dir, "team-a")
+	put(t, b, "/core/cm/default/a", `{"name":"a","v":2}`)
+
+	// A force-push from an older clone: a's file is broken there.
+	push(t, wd, map[string]string{"core/cm/default/a.json": `{"name":`, "core/cm/default/n.json": `{"name":"n"}`}, "--force")
+	waitFor(t, "the force-push", func() bool { return get(t, b, "/core/cm/default/n", 0) != nil })
+	require.JSONEq(t, `{"name":"a","v":2}`, string(get(t, b, "/core/cm/default/a", 0).Value))
+	require.Equal(t, []string{"core/cm/default/a.json"}, problemPaths(b))
+	rev, head := b.Revision(), b.Head()
+
+	require.NoError(t, r.Close())
+	reopened := reopenOutside(t, dir, &problemLog{})
+	require.Equal(t, head, reopened.Head())
+	require.Equal(t, rev, reopened.Revision())
+	require.JSONEq(t, `{"name":"a","v":2}`, string(get(t, reopened, "/core/cm/default/a", 0).Value))
+	require.Equal(t, []string{"core/cm/default/a.json"}, problemPaths(reopened))
+	git(t, dir, "fsck", "--strict")
+}
+
+func TestUnreadableCommitBacksOffAndFailsWritesClearly(t *testing.T) {
+	b, dir, _ := openOutsideBranch(t)
+	put(t, b, "/core/cm/default/a", `{"name":"a"}`)
+	waitGitRef(t, dir, "team-a", b.Head())
+	good := b.Head()
+	// A commit whose tree is not in the repository, moved in by hand
+	// (git update-ref does not check connectivity).
+	missingTree := strings.Repeat("ab", 20)
+	broken := strings.TrimSpace(gitIn(t, dir, "tree "+missingTree+"\nparent "+good.String()+
+		"\nauthor a <a@a> 0 +0000\ncommitter a <a@a> 0 +0000\n\nbroken\n",
+		"hash-object", "-t", "commit", "-w", "--literally", "--stdin"))
+	git(t, dir, "update-ref", "refs/heads/team-a", broken)
+
+	began := time.Now()
+	_, err := b.Put(context.Background(), &pb.PutRequest{Key: []byte("/core/cm/default/b"), Value: []byte(`{"name":"b"}`)})
+	require.ErrorIs(t, err, ErrUnavailable)
+	require.Contains(t, err.Error(), "cannot be read")
+	require.Less(t, time.Since(began), 5*time.Second, "the write fails, it does not hang")
+	require.Equal(t, good, b.Head())
+	// Reads go on.
+	require.NotNil(t, get(t, b, "/core/cm/default/a", 0))
+
+	// Once the branch is back on readable commits, writes resume.
+	git(t, dir, "update-ref", "refs/heads/team-a", good.String())
+	waitFor(t, "writes to resume", func() bool {
+		_, err := b.Put(context.Background(), &pb.PutRequest{Key: []byte("/core/cm/default/b"), Value: []byte(`{"name":"b"}`)})
+		return err == nil
+	})
+}
+
+func TestConflictingRefFailsOnlyItsBranch(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "heavens.git")
+	r := openTestRepo(t, dir)
+	ctx := context.Background()
+	other, err := r.Branch(ctx, "other")
+	require.NoError(t, err)
+	put(t, other, "/k", "v1")
+	waitGitRef(t, dir, "other", other.Head())
+	// Someone makes "team/x": branch "team" can't be created any more.
+	git(t, dir, "update-ref", "refs/heads/team/x", other.Head().String())
+	team, err := r.Branch(ctx, "team")
+	require.NoError(t, err)
+	for range 3 {
+		began := time.Now()
+		_, err = team.Put(ctx, &pb.PutRequest{Key: []byte("/k"), Value: []byte("v")})
+		require.ErrorIs(t, err, ErrRefConflict)
+		require.Contains(t, err.Error(), "refs/heads/team/x")
+		require.Less(t, time.Since(began), time.Second)
+	}
+	// Every other branch keeps writing, and the repository reopens.
+	put(t, other, "/k", "v2")
+	require.NoError(t, r.Close())
+	r2 := openTestRepo(t, dir)
+	other, err = r2.Branch(ctx, "other")
+	require.NoError(t, err)
+	require.Equal(t, "v2", string(get(t, other, "/k", 0).Value))
+	put(t, other, "/k", "v3")
+
+	// Once team/x is gone, team can be written.
+	git(t, dir, "update-ref", "-d", "refs/heads/team/x")
+	team, err = r2.Branch(ctx, "team")
+	require.NoError(t, err)
+	put(t, team, "/k", "v")
+}
+
+func TestPushedFileWhereADirectoryMustGo(t *testing.T) {
+	b, dir, _ := openOutsideBranch(t)
+	put(t, b, "/core/cm/default/a", `{"name":"a"}`)
+	waitGitRef(t, dir, "team-a", b.Head())
+	wd := clone(t, dir, "team-a")
+	push(t, wd, map[string]string{"core/cm/ns": "not a directory\n"})
+	waitFor(t, "the push", func() bool { return b.Head().String() == strings.TrimSpace(git(t, wd, "rev-parse", "HEAD")) })
+	put(t, b, "/core/cm/ns/x", `{"name":"x"}`)
+	waitGitRef(t, dir, "team-a", b.Head())
+	git(t, dir, "fsck", "--strict")
+	require.Contains(t, git(t, dir, "ls-tree", "-r", "--name-only", "team-a"), "core/cm/ns/x.json")
+}
+
+// gitIn runs git in dir with stdin.
+func gitIn(t *testing.T, dir, stdin string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Stdin = strings.NewReader(stdin)
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "git %v: %s", args, out)
+	return string(out)
+}
