@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	goflag "flag"
+	"os"
 
 	"github.com/spf13/cobra"
 	"k8s.io/klog/v2"
@@ -14,6 +15,10 @@ import (
 // New → Run.
 func NewRootCommand() *cobra.Command {
 	o := server.NewOptions()
+	// The pre-receive hook runs this very binary.
+	if exe, err := os.Executable(); err == nil {
+		o.HookExecutable = exe
+	}
 	cmd := &cobra.Command{
 		Use:   "heaven-server",
 		Short: "Heaven: a multi-tenant Kubernetes API server whose storage is git",
@@ -64,5 +69,6 @@ prints what installs a syncer in a physical cluster.`,
 	cmd.PersistentFlags().AddGoFlagSet(gofs)
 	cmd.AddCommand(NewStoreCommand())
 	cmd.AddCommand(NewSyncerManifestsCommand())
+	cmd.AddCommand(NewHookCommand())
 	return cmd
 }

@@ -84,8 +84,12 @@ func (b *Branch) applyCommit(c *object.Commit, loadValues bool) error {
 		return err
 	}
 	revs, ours := b.revisionsFromMessage(c, diff)
+	source := c.Hash // the commit that brought the files, for problems
 	if !ours {
 		revs = []revisionOps{{rev: b.outsideRevision(c), stems: sortedStems(diff)}}
+		if _, merged := parseOutsideRevision(c.Message); merged && len(c.ParentHashes) > 1 {
+			source = c.ParentHashes[1] // our answer to a force-push: name what was pushed
+		}
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -96,7 +100,7 @@ func (b *Branch) applyCommit(c *object.Commit, loadValues bool) error {
 			if ours {
 				ch, err = b.commitChange(stem, ro.rev, diff[stem], loadValues)
 			} else {
-				ch, err = b.outsideChange(c.Hash, stem, ro.rev, diff[stem])
+				ch, err = b.outsideChange(source, stem, ro.rev, diff[stem])
 			}
 			if err != nil {
 				return err

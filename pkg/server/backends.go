@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/go-git/go-git/v5/plumbing"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	clientv3k "go.etcd.io/etcd/client/v3/kubernetes"
 	"go.etcd.io/etcd/server/v3/embed"
@@ -33,12 +32,16 @@ type gitBackend struct {
 	served chan error
 }
 
-func startGitBackend(dir string, m *metrics, onHead func(branch string, head plumbing.Hash)) (*gitBackend, error) {
-	repo, err := gitstore.Open(dir, gitstore.Options{OnCommit: func(_ string, requests int, took time.Duration) {
+// startGitBackend opens the repository; opts carries what heaven-server
+// hooks into the store (OnHead, ReadFile, OnProblems), the commit metrics
+// are added here.
+func startGitBackend(dir string, m *metrics, opts gitstore.Options) (*gitBackend, error) {
+	opts.OnCommit = func(_ string, requests int, took time.Duration) {
 		m.gitCommits.Inc()
 		m.gitCommitWrites.Add(float64(requests))
 		m.gitCommitTime.Observe(took.Seconds())
-	}, OnHead: onHead})
+	}
+	repo, err := gitstore.Open(dir, opts)
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", dir, err)
 	}

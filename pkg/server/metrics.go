@@ -19,6 +19,7 @@ type metrics struct {
 	gitCommits      *compmetrics.Counter
 	gitCommitWrites *compmetrics.Counter
 	gitCommitTime   *compmetrics.Histogram
+	unservedFiles   *compmetrics.GaugeVec
 }
 
 var (
@@ -73,9 +74,14 @@ func serverMetrics() *metrics {
 				Buckets:        []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1},
 				StabilityLevel: compmetrics.ALPHA,
 			}),
+			unservedFiles: compmetrics.NewGaugeVec(&compmetrics.GaugeOpts{
+				Namespace: "heaven", Name: "unserved_files",
+				Help:           "Files of a heaven's branch that are not served (committed from outside and not readable as objects), while the branch is open.",
+				StabilityLevel: compmetrics.ALPHA,
+			}, []string{"heaven"}),
 		}
 		legacyregistry.MustRegister(m.requests, m.requestLatency, m.activeHeavens, m.heavenStarts,
-			m.startLatency, m.gitCommits, m.gitCommitWrites, m.gitCommitTime)
+			m.startLatency, m.gitCommits, m.gitCommitWrites, m.gitCommitTime, m.unservedFiles)
 		theMetrics = m
 	})
 	return theMetrics

@@ -39,6 +39,13 @@ type Options struct {
 
 	ClusterController bool
 	SyncerImage       string
+
+	// PreReceiveHook installs the pre-receive hook that refuses pushed
+	// files the server would not serve.
+	PreReceiveHook bool
+	// HookExecutable is the heaven-server binary the hook runs (`hook
+	// pre-receive`); set by the heaven-server command. Empty: no hook.
+	HookExecutable string
 }
 
 // NewOptions returns the defaults: everything embedded, data in ./.heaven.
@@ -57,6 +64,7 @@ func NewOptions() *Options {
 		RemoteController:   true,
 		ClusterController:  true,
 		SyncerImage:        install.DefaultImage,
+		PreReceiveHook:     true,
 	}
 }
 
@@ -89,6 +97,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Run the controller of git remotes of Heaven objects (spec.remote): fetch the remote branch, merge it into the heaven, push the heaven back, at spec.remote.interval and on every change. Needs --storage=git.")
 	fs.BoolVar(&o.ClusterController, "cluster-controller", o.ClusterController,
 		"Run the controller of SyncTarget objects (heaven.dev) in the root heaven: it installs each target's syncer in its physical cluster (with the kubeconfig of spec.kubeconfigSecretRef and a credential for the target's heaven only), marks targets Ready while their syncer heartbeats, and uninstalls the syncer when the SyncTarget is deleted.")
+	fs.BoolVar(&o.PreReceiveHook, "pre-receive-hook", o.PreReceiveHook,
+		"Install a pre-receive hook in <data-dir>/heavens.git that refuses a git push of files the server would not serve (bad JSON or YAML, a file at a path of no object, an object that does not belong at its path), naming each file. Files committed without hooks (git update-ref) are still read safely: a file that can't be served keeps its object's last good version.")
 	fs.StringVar(&o.SyncerImage, "syncer-image", o.SyncerImage,
 		"Container image of the syncer that the cluster controller installs (make image builds "+install.DefaultImage+").")
 }

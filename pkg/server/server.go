@@ -26,7 +26,10 @@ import (
 	mergectrl "github.com/heaven-dev/heaven/pkg/controllers/automatedmerge"
 	heavenctrl "github.com/heaven-dev/heaven/pkg/controllers/heaven"
 	remotectrl "github.com/heaven-dev/heaven/pkg/controllers/remote"
+	"github.com/heaven-dev/heaven/pkg/githook"
+	"github.com/heaven-dev/heaven/pkg/gitstore"
 	"github.com/heaven-dev/heaven/pkg/heavenapi"
+	"github.com/heaven-dev/heaven/pkg/objectfile"
 	"github.com/heaven-dev/heaven/pkg/server/pki"
 	"github.com/heaven-dev/heaven/pkg/server/storage"
 )
@@ -67,6 +70,9 @@ type Server struct {
 	listener net.Listener
 	metrics  *metrics
 
+	objectFiles *objectfile.Reader // reads files committed from outside
+	outside     *outsideFiles      // the files of open branches that are not served
+
 	ephemeral  map[schema.GroupResource]bool
 	clients    storage.Clients
 	heavenCtrl atomic.Pointer[heavenctrl.Controller]
@@ -98,10 +104,16 @@ func (c CompletedConfig) New() (_ *Server, err error) {
 	}
 	s.clients = storage.Clients{Ephemeral: s.etcd.client, Git: s.etcd.client, GitPrefix: "/primary"}
 	if c.Storage == StorageGit {
-		if s.git, err = startGitBackend(filepath.Join(c.DataDir, "heavens.git"), s.metrics, s.branchMoved); err != nil {
+		s.objectFiles, s.outside = ObjectFiles(), newOutsideFiles(s.metrics)
+		s.outside.event = s.emitProblemEvent
+		repoDir := filepath.Join(c.DataDir, "heavens.git")
+		if s.git, err = startGitBackend(repoDir, s.metrics, gitstore.Options{
+			OnHead: s.branchMoved, ReadFile: s.objectFiles.Read, OnProblems: s.outside.update,
+		}); err != nil {
 			return nil, err
 		}
 		s.clients.Git, s.clients.GitPrefix = s.git.client, ""
+		s.installPreReceiveHook(repoDir)
 	}
 
 	s.listener, err = net.Listen("tcp", net.JoinHostPort(c.BindAddress, strconv.Itoa(c.SecurePort)))
@@ -242,6 +254,20 @@ func (s *Server) loopbackConfig(name string) *rest.Config {
 		Burst:         2000,
 		UserAgent:     "heaven-server/" + name,
 		ContentConfig: rest.ContentConfig{ContentType: "application/json"},
+	}
+}
+
+// installPreReceiveHook keeps the repository's pre-receive hook current:
+// this very binary checks pushed files (githook), or, when it can't
+// (--pre-receive-hook=false, or a server embedded in another program), no
+// hook of ours is left behind to run a binary that is gone.
+func (s *Server) installPreReceiveHook(repoDir string) {
+	exe := ""
+	if s.cfg.PreReceiveHook {
+		exe = s.cfg.HookExecutable
+	}
+	if err := githook.Install(repoDir, exe); err != nil {
+		klog.ErrorS(err, "Pushed files are not checked before they are accepted")
 	}
 }
 

@@ -1,0 +1,176 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+	kjson "sigs.k8s.io/json"
+
+	builtin "github.com/heaven-dev/heaven/pkg/builtin"
+	"github.com/heaven-dev/heaven/pkg/gitstore"
+	"github.com/heaven-dev/heaven/pkg/objectfile"
+)
+
+// Files people commit to heavens' branches (git push, or anything else that
+// writes the repository) are read with ObjectFiles: a file that can't be
+// served keeps its object's last good version (see pkg/gitstore's
+// problems.go). outsideFiles makes such files visible where people look:
+// a gauge per heaven, a Warning Event in the heaven when a file goes bad,
+// and the list the Heaven controller turns into a condition.
+
+// ObjectFiles reads files of heaven branches as objects of the built-in
+// types every heaven serves (custom resources are checked for shape only).
+func ObjectFiles() *objectfile.Reader {
+	types := map[schema.GroupResource]objectfile.Type{
+		{Group: apiextensionsv1.GroupName, Resource: "customresourcedefinitions"}: {Kind: "CustomResourceDefinition",
+			Decode: decodeInto(func() any { return &apiextensionsv1.CustomResourceDefinition{} })},
+	}
+	for _, r := range builtin.Resources() {
+		types[r.GroupResource] = objectfile.Type{Kind: builtinKinds[r.GroupResource], Namespaced: r.Namespaced,
+			Decode: decodeInto(builtinObjects[r.GroupResource])}
+	}
+	return &objectfile.Reader{Types: types}
+}
+
+// builtinKinds and builtinObjects name the kind and Go type of each
+// built-in resource (pkg/builtin.Resources).
+var (
+	builtinKinds = map[schema.GroupResource]string{
+		{Resource: "namespaces"}:                           "Namespace",
+		{Resource: "configmaps"}:                           "ConfigMap",
+		{Resource: "secrets"}:                              "Secret",
+		{Resource: "serviceaccounts"}:                      "ServiceAccount",
+		{Resource: "events"}:                               "Event",
+		{Group: "events.k8s.io", Resource: "events"}:       "Event",
+		{Group: "coordination.k8s.io", Resource: "leases"}: "Lease",
+		{Group: appsv1.GroupName, Resource: "deployments"}: "Deployment",
+	}
+	builtinObjects = map[schema.GroupResource]func() any{
+		{Resource: "namespaces"}:                           func() any { return &corev1.Namespace{} },
+		{Resource: "configmaps"}:                           func() any { return &corev1.ConfigMap{} },
+		{Resource: "secrets"}:                              func() any { return &corev1.Secret{} },
+		{Resource: "serviceaccounts"}:                      func() any { return &corev1.ServiceAccount{} },
+		{Resource: "events"}:                               func() any { return &corev1.Event{} },
+		{Group: appsv1.GroupName, Resource: "deployments"}: func() any { return &appsv1.Deployment{} },
+	}
+)
+
+// decodeInto decodes into a new object of the type (nil: no check), with
+// the JSON decoding the API server's storage uses.
+func decodeInto(newObject func() any) func([]byte) error {
+	if newObject == nil {
+		return nil
+	}
+	return func(data []byte) error {
+		return kjson.UnmarshalCaseSensitivePreserveInts(data, newObject())
+	}
+}
+
+// outsideFiles tracks every open branch's files that are not served.
+type outsideFiles struct {
+	metrics *metrics
+	// event, if set, tells the heaven about a file that went bad (in the
+	// background; it must not block).
+	event func(heaven string, p gitstore.FileProblem)
+
+	mu       sync.Mutex
+	problems map[string][]gitstore.FileProblem // by heaven
+}
+
+func newOutsideFiles(m *metrics) *outsideFiles {
+	return &outsideFiles{metrics: m, problems: map[string][]gitstore.FileProblem{}}
+}
+
+// update is gitstore.Options.OnProblems: it runs on the branch's writer.
+func (o *outsideFiles) update(heaven string, problems []gitstore.FileProblem) {
+	o.mu.Lock()
+	old := o.problems[heaven]
+	if len(problems) == 0 {
+		delete(o.problems, heaven)
+	} else {
+		o.problems[heaven] = problems
+	}
+	o.mu.Unlock()
+	o.metrics.unservedFiles.WithLabelValues(heaven).Set(float64(len(problems)))
+	if o.event == nil {
+		return
+	}
+	known := map[string]string{}
+	for _, p := range old {
+		known[p.Path] = p.Err
+	}
+	for _, p := range problems {
+		if err, seen := known[p.Path]; !seen || err != p.Err {
+			o.event(heaven, p)
+		}
+	}
+}
+
+// Problems lists heaven's files that are not served (nil while its branch
+// is not open: they are found when it is read).
+func (o *outsideFiles) Problems(heaven string) []gitstore.FileProblem {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.problems[heaven]
+}
+
+// problemEvent is the Event that tells a heaven's users about a file that
+// is not served, attached to the object the file was meant to be.
+func problemEvent(p gitstore.FileProblem, kinds map[schema.GroupResource]objectfile.Type) *corev1.Event {
+	ref := corev1.ObjectReference{Namespace: metav1.NamespaceDefault, Name: p.Path}
+	if path, err := objectfile.ParseKey(p.Key); err == nil {
+		ref = corev1.ObjectReference{Kind: kinds[path.GroupResource].Kind, Namespace: path.Namespace, Name: path.Name}
+		if path.Group == "" {
+			ref.APIVersion = "v1"
+		}
+	}
+	ns := ref.Namespace
+	if ns == "" {
+		ns = metav1.NamespaceDefault
+	}
+	now := metav1.NewTime(time.Now())
+	return &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{GenerateName: "outside-commit-", Namespace: ns},
+		InvolvedObject: ref,
+		Reason:         "OutsideCommitNotServed",
+		Message: fmt.Sprintf("File %s of commit %s is not served: %s. The object keeps its last good version until a commit fixes or removes the file.",
+			p.Path, p.Commit, p.Err),
+		Type:           corev1.EventTypeWarning,
+		Source:         corev1.EventSource{Component: "heaven-server"},
+		FirstTimestamp: now,
+		LastTimestamp:  now,
+		Count:          1,
+	}
+}
+
+// emitProblemEvent creates the Event in heaven if it is running; a heaven
+// that is not running gets none (its gauge and its Heaven's condition
+// still say it).
+func (s *Server) emitProblemEvent(heaven string, p gitstore.FileProblem) {
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, release, err := s.heavens.acquireRunning(ctx, heaven, false, true)
+		if err != nil {
+			return
+		}
+		defer release()
+		kube, err := kubernetes.NewForConfig(s.loopbackConfig(heaven))
+		if err == nil {
+			ev := problemEvent(p, s.objectFiles.Types)
+			_, err = kube.CoreV1().Events(ev.Namespace).Create(ctx, ev, metav1.CreateOptions{})
+		}
+		if err != nil {
+			klog.FromContext(ctx).V(2).Info("Could not record an Event for a file not served", "heaven", heaven, "path", p.Path, "err", err)
+		}
+	}()
+}
