@@ -188,6 +188,9 @@ func (s *Server) Run(ctx context.Context) error {
 func (s *Server) serve(ctx context.Context, errs <-chan error, wg *sync.WaitGroup) error {
 	ctrl, err := s.startRoot(ctx)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil // asked to stop while starting: not a failure
+		}
 		return err
 	}
 	s.heavenCtrl.Store(ctrl)
