@@ -65,7 +65,7 @@ OPENAPI_PKGS := \
 OPENAPI_OUT := pkg/generated/openapi
 
 .PHONY: all help build test vet test-unit test-conformance test-conformance-etcd \
-	test-crash test-crash-long test-integration bench-store bench-server run clean
+	test-crash test-crash-long test-chaos test-chaos-short test-integration bench-store bench-server run clean
 .PHONY: tools generate
 .PHONY: kube-binaries test-e2e
 .PHONY: bench-syncer
@@ -82,6 +82,7 @@ help:
 	@echo "make test-e2e               end-to-end tests against real clusters (local kube-apiserver, or E2E_PROVIDER=kind)"
 	@echo "make test-conformance-etcd  the conformance suite against a real embedded etcd, for comparison"
 	@echo "make test-crash-long        the crash test with 60 kill -9s"
+	@echo "make test-chaos             20 minutes of writes, git pushes good and bad, force-pushes, kill -9 and git gc (make test runs 2)"
 	@echo "make bench-store            git store vs embedded etcd under the same client load"
 	@echo "make bench-server           heaven-server end to end: git vs etcd storage, memory per heaven, cold starts"
 	@echo "make bench-syncer           the syncer against a real cluster: initial sync of 1,000 objects, latency of single updates"
@@ -96,7 +97,7 @@ build:
 	$(GO) build ./...
 	$(GO) build -o $(BIN)/heaven-server ./cmd/heaven-server
 
-test: vet test-unit test-conformance test-crash test-integration test-e2e
+test: vet test-unit test-conformance test-crash test-chaos-short test-integration test-e2e
 
 vet:
 	$(GO) vet ./...
@@ -131,6 +132,16 @@ test-e2e: kube-binaries $(KUBECTL)
 
 test-crash-long:
 	CRASH_KILLS=60 $(GO) test -count=1 -v -timeout 30m ./test/crash/
+
+# The chaos test runs heaven-server as a subprocess under writes through
+# client-go and kubectl, git pushes good and bad, force-pushes, kill -9 and
+# git gc (see test/chaos); make test runs it for CHAOS_DURATION (2m).
+CHAOS_DURATION ?= 2m
+test-chaos-short: $(KUBECTL)
+	CHAOS_DURATION=$(CHAOS_DURATION) KUBECTL=$(KUBECTL) $(GO) test -count=1 -v -timeout 15m ./test/chaos/
+
+test-chaos: $(KUBECTL)
+	CHAOS_DURATION=20m KUBECTL=$(KUBECTL) $(GO) test -count=1 -v -timeout 40m ./test/chaos/
 
 bench-store:
 	$(GO) build -o $(BIN)/bench-store ./hack/bench-store

@@ -52,6 +52,9 @@ type Branch struct {
 	problemsChanged bool // since the last notifyProblems (writer-only)
 	pickup          pickupState
 
+	headMu   sync.Mutex   // serialises recordHead
+	recorded recordedHead // the head state last written (headstate.go)
+
 	leases     *lessor
 	reqs       chan *writeRequest
 	kick       chan struct{} // the ref moved: ingest (see Repository.poll)
@@ -84,6 +87,10 @@ func openBranch(ctx context.Context, git *gitrepo.Repo, name string, leases *les
 	if err := b.rebuild(); err != nil {
 		return nil, fmt.Errorf("branch %s: %w", name, err)
 	}
+	movedMeanwhile, err := b.rebuildFromRecordedHead()
+	if err != nil {
+		return nil, fmt.Errorf("branch %s: %w", name, err)
+	}
 	floor, err := b.readState(floorState)
 	if err != nil {
 		return nil, err
@@ -100,6 +107,9 @@ func openBranch(ctx context.Context, git *gitrepo.Repo, name string, leases *les
 		b.x.compactTo(compacted)
 	}
 	go b.run()
+	if movedMeanwhile {
+		b.kick <- struct{}{} // merge the ref's commit at once
+	}
 	return b, nil
 }
 

@@ -46,7 +46,11 @@ func (b *Branch) readState(kind string) (int64, error) {
 }
 
 func (b *Branch) writeState(kind string, n int64) error {
-	return b.git.WriteState(b.stateName(kind), []byte(strconv.FormatInt(n, 10)+"\n"))
+	return b.writeStateBytes(kind, []byte(strconv.FormatInt(n, 10)+"\n"))
+}
+
+func (b *Branch) writeStateBytes(kind string, data []byte) error {
+	return b.git.WriteState(b.stateName(kind), data)
 }
 
 // raiseFloor makes sure rev will not be reused after a restart.

@@ -69,7 +69,9 @@ func (b *Branch) commitAt(rev int64) (plumbing.Hash, int64, error) {
 		if r, ok := b.revisionOf(c); ok && r <= rev {
 			return h, r, nil
 		}
-		h = firstParent(c)
+		if h, err = b.historyParent(c); err != nil {
+			return plumbing.ZeroHash, 0, err
+		}
 	}
 	return plumbing.ZeroHash, 0, fmt.Errorf("no commit at or before revision %d", rev)
 }

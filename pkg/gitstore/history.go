@@ -24,6 +24,12 @@ func (b *Branch) rebuild() error {
 	if err != nil {
 		return err
 	}
+	return b.rebuildFrom(head)
+}
+
+// rebuildFrom derives the index from the history of commit head (an empty
+// index for the zero hash) into a branch whose index is empty.
+func (b *Branch) rebuildFrom(head plumbing.Hash) error {
 	if head.IsZero() {
 		return b.resetMirror()
 	}
@@ -34,7 +40,9 @@ func (b *Branch) rebuild() error {
 			return fmt.Errorf("read commit %s: %w", h, err)
 		}
 		commits = append(commits, c)
-		h = firstParent(c)
+		if h, err = b.historyParent(c); err != nil {
+			return err
+		}
 	}
 	for i := len(commits) - 1; i >= 0; i-- {
 		if err := b.applyCommit(commits[i], false); err != nil {
@@ -59,11 +67,74 @@ func (b *Branch) rebuild() error {
 	return b.resetMirror()
 }
 
+// resetIndex empties the index before a rebuild from another head.
+// Writer-only, before the writer runs.
+func (b *Branch) resetIndex() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.x = newIndex()
+	b.chain = map[plumbing.Hash]int64{}
+	b.problems = problemSet{}
+	b.head, b.tree = plumbing.ZeroHash, plumbing.ZeroHash
+	b.committed, b.latest = 1, 1
+}
+
 func firstParent(c *object.Commit) plumbing.Hash {
 	if len(c.ParentHashes) == 0 {
 		return plumbing.ZeroHash
 	}
 	return c.ParentHashes[0]
+}
+
+// historyParent is the parent through which commit c continues the
+// branch's own history: the chain of commits that rebuild and pick-up walk
+// to give revisions. It is the first parent, as in git, except for a merge
+// someone else made whose first parent is not one of the store's commits
+// while another parent is: a person's `git pull` before a push makes such
+// a merge, with their own commits first and the store's head second.
+// Walking their side would leave the store's commits since the person's
+// last pull off the chain, and revisions would go backwards on the next
+// rebuild.
+func (b *Branch) historyParent(c *object.Commit) (plumbing.Hash, error) {
+	first := firstParent(c)
+	if len(c.ParentHashes) < 2 || isStoreCommit(c) {
+		return first, nil
+	}
+	for i, p := range c.ParentHashes {
+		ours, err := b.isStoreCommitHash(p)
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		if ours {
+			return c.ParentHashes[i], nil
+		}
+	}
+	return first, nil
+}
+
+// isStoreCommit says whether the store made c: its message names its
+// revisions (parseCommitOps), or it is our answer to a branch moved from
+// outside.
+func isStoreCommit(c *object.Commit) bool {
+	if _, _, ok := parseCommitOps(c.Message); ok {
+		return true
+	}
+	_, ok := parseOutsideRevision(c.Message)
+	return ok
+}
+
+func (b *Branch) isStoreCommitHash(h plumbing.Hash) (bool, error) {
+	b.mu.RLock()
+	_, known := b.chain[h]
+	b.mu.RUnlock()
+	if known {
+		return true, nil
+	}
+	c, err := object.GetCommit(b.git.Storer(), h)
+	if err != nil {
+		return false, fmt.Errorf("read commit %s: %w", h, err)
+	}
+	return isStoreCommit(c), nil
 }
 
 // applyCommit gives commit c (whose first parent is the current head)

@@ -106,7 +106,9 @@ func (b *Branch) ingest() (err error) {
 			return fmt.Errorf("read commit %s: %w", h, err)
 		}
 		fresh = append(fresh, c)
-		h = firstParent(c)
+		if h, err = b.historyParent(c); err != nil {
+			return err
+		}
 	}
 	headRev := b.chain[b.head]
 	if b.head.IsZero() {

@@ -3,6 +3,7 @@ package gitstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -339,4 +340,90 @@ func gitIn(t *testing.T, dir, stdin string, args ...string) string {
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "git %v: %s", args, out)
 	return string(out)
+}
+
+// A person commits on an old clone, pulls (a merge with their commit
+// first and the store's head second) and pushes: the store's commits since
+// the clone stay in its history and revisions keep growing, whether the
+// branch is open when the push lands or only opened after it.
+func TestPushedPullMergeKeepsTheStoresHistory(t *testing.T) {
+	for _, open := range []bool{true, false} {
+		t.Run(fmt.Sprintf("open=%v", open), func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "heavens.git")
+			r, err := Open(dir, Options{PollInterval: 10 * time.Millisecond, ReadFile: readObjectFile})
+			require.NoError(t, err)
+			defer func() { r.Close() }()
+			b, err := r.Branch(context.Background(), "team-a")
+			require.NoError(t, err)
+			put(t, b, "/core/cm/default/a", `{"name":"a"}`)
+			waitGitRef(t, dir, "team-a", b.Head())
+			wd := clone(t, dir, "team-a")
+			require.NoError(t, os.WriteFile(filepath.Join(wd, "core/cm/default/p.yaml"), []byte("name: p\n"), 0o644))
+			git(t, wd, "add", "-A")
+			git(t, wd, "commit", "-qm", "mine")
+			for i := range 5 {
+				put(t, b, fmt.Sprintf("/core/cm/default/s%d", i), fmt.Sprintf(`{"name":"s%d"}`, i))
+			}
+			waitGitRef(t, dir, "team-a", b.Head())
+			rev := b.Revision()
+			git(t, wd, "pull", "-q", "--no-rebase", "--no-edit", "origin", "team-a")
+			if !open {
+				require.NoError(t, r.Close())
+			}
+			git(t, wd, "push", "-q", "origin", "team-a")
+			if !open {
+				r, err = Open(dir, Options{PollInterval: 10 * time.Millisecond, ReadFile: readObjectFile})
+				require.NoError(t, err)
+				b, err = r.Branch(context.Background(), "team-a")
+				require.NoError(t, err)
+			}
+			waitFor(t, "the push", func() bool { return get(t, b, "/core/cm/default/p", 0) != nil })
+			require.Equal(t, rev+1, b.Revision(), "the merge is one revision on top of the store's")
+			for i := range 5 {
+				require.NotNil(t, get(t, b, fmt.Sprintf("/core/cm/default/s%d", i), 0))
+			}
+			put(t, b, "/core/cm/default/after", `{"name":"after"}`)
+			want := b.Revision()
+			require.NoError(t, r.Close())
+			r, err = Open(dir, Options{PollInterval: 10 * time.Millisecond, ReadFile: readObjectFile})
+			require.NoError(t, err)
+			b, err = r.Branch(context.Background(), "team-a")
+			require.NoError(t, err)
+			require.Equal(t, want, b.Revision(), "a rebuild comes to the same revision")
+			require.Equal(t, rev, get(t, b, "/core/cm/default/s4", 0).ModRevision)
+		})
+	}
+}
+
+// A force-push while the store is down (or before it picked the push up)
+// is answered at the next open as it would have been live: the store's
+// history and revisions stay, and the pushed content is merged on top.
+func TestForcePushWhileClosed(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "heavens.git")
+	r, err := Open(dir, Options{PollInterval: 10 * time.Millisecond, ReadFile: readObjectFile})
+	require.NoError(t, err)
+	b, err := r.Branch(context.Background(), "team-a")
+	require.NoError(t, err)
+	put(t, b, "/core/cm/default/a", `{"name":"a","v":1}`)
+	waitGitRef(t, dir, "team-a", b.Head())
+	old := b.Head()
+	for i := range 5 {
+		put(t, b, fmt.Sprintf("/core/cm/default/s%d", i), fmt.Sprintf(`{"name":"s%d"}`, i))
+	}
+	rev, head := b.Revision(), b.Head()
+	require.NoError(t, r.Close())
+
+	git(t, filepath.Dir(dir), "--git-dir", dir, "update-ref", "refs/heads/team-a", old.String())
+	r, err = Open(dir, Options{PollInterval: 10 * time.Millisecond, ReadFile: readObjectFile})
+	require.NoError(t, err)
+	defer r.Close()
+	b, err = r.Branch(context.Background(), "team-a")
+	require.NoError(t, err)
+	waitFor(t, "the move back merged", func() bool { return b.Revision() > rev })
+	require.Equal(t, rev+1, b.Revision(), "revisions go on from where they were")
+	require.Nil(t, get(t, b, "/core/cm/default/s0", 0), "the content is what was pushed")
+	require.NotNil(t, get(t, b, "/core/cm/default/s0", rev), "history stays")
+	ok, err := r.IsAncestor(head, b.Head())
+	require.NoError(t, err)
+	require.True(t, ok, "the store's commits stay in the branch's history")
 }

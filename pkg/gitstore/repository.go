@@ -2,6 +2,7 @@ package gitstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -101,12 +102,20 @@ func (r *Repository) background() {
 	defer leases.Stop()
 	maintain := time.NewTicker(time.Second)
 	defer maintain.Stop()
+	heads := time.NewTicker(headStateInterval)
+	defer heads.Stop()
 	for {
 		select {
 		case <-r.stop:
 			return
 		case <-poll.C:
 			r.poll()
+		case <-heads.C:
+			for _, b := range r.openBranches() {
+				if err := b.recordHead(); err != nil {
+					r.log.Error(err, "Recording a branch's head failed", "branch", b.name)
+				}
+			}
 		case <-leases.C:
 			r.expireLeases(ctx)
 		case <-maintain.C:
@@ -121,13 +130,7 @@ func (r *Repository) background() {
 // writers of those that moved. One poller per repository, rather than a
 // ticker per branch, keeps idle branches free.
 func (r *Repository) poll() {
-	r.mu.Lock()
-	branches := make([]*Branch, 0, len(r.branches))
-	for _, b := range r.branches {
-		branches = append(branches, b)
-	}
-	r.mu.Unlock()
-	for _, b := range branches {
+	for _, b := range r.openBranches() {
 		tip, err := r.git.Ref(b.ref)
 		if err != nil || tip == b.Head() {
 			continue
@@ -137,6 +140,20 @@ func (r *Repository) poll() {
 		default:
 		}
 	}
+}
+
+// headStateInterval is how often open branches' heads are recorded
+// (headstate.go).
+const headStateInterval = 2 * time.Second
+
+func (r *Repository) openBranches() []*Branch {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	branches := make([]*Branch, 0, len(r.branches))
+	for _, b := range r.branches {
+		branches = append(branches, b)
+	}
+	return branches
 }
 
 var branchNameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9._-]*[a-z0-9])?(/[a-z0-9]([a-z0-9._-]*[a-z0-9])?)*$`)
@@ -187,7 +204,7 @@ func (r *Repository) CloseBranch(name string) error {
 	}
 	b.close()
 	r.leases.forget(b)
-	return nil
+	return b.recordHead()
 }
 
 // Close closes every branch and the repository.
@@ -201,10 +218,14 @@ func (r *Repository) Close() error {
 	branches := r.branches
 	r.branches = nil
 	r.mu.Unlock()
+	var errs []error
 	for _, b := range branches {
 		b.close()
+		if err := b.recordHead(); err != nil {
+			errs = append(errs, fmt.Errorf("recording the head of %s: %w", b.name, err))
+		}
 	}
 	close(r.stop)
 	<-r.done
-	return r.git.Close()
+	return errors.Join(append(errs, r.git.Close())...)
 }

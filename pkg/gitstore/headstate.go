@@ -1,0 +1,96 @@
+package gitstore
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// The branch ref is the store's only record of its head, and anyone with
+// the repository can move it: a force-push answered while the store runs
+// is merged (reconcile), but one made while it is down, or just before a
+// crash, would send the next rebuild down an older history, with fewer
+// revisions than clients were given and without the writes made since.
+// So the store also records its head, with its revision, in a state file
+// beside the repository: every headStateInterval for open branches that
+// moved, and when a branch closes. On open, a recorded head that is not in
+// the ref's history means the ref was moved back or sideways meanwhile:
+// the branch is rebuilt from the recorded head and the ref's commit is
+// picked up as it would have been live, as a merge at the next revision.
+//
+// The record lags behind by up to headStateInterval: only a move back past
+// it in that window before a crash is not recognised (the writes of that
+// window are then left out of the branch, as such a move intends).
+
+const headState = "head"
+
+// recordedHead is what the head state file holds.
+type recordedHead struct {
+	commit   plumbing.Hash
+	revision int64
+}
+
+func (b *Branch) readHead() (recordedHead, error) {
+	data, err := b.git.ReadState(b.stateName(headState))
+	if err != nil || data == nil {
+		return recordedHead{}, err
+	}
+	// The record is a hint: one that can't be read is no record, and the
+	// ref is served as it is.
+	f := strings.Fields(string(data))
+	var rev int64
+	if len(f) == 2 && plumbing.IsHash(f[0]) {
+		rev, err = strconv.ParseInt(f[1], 10, 64)
+	}
+	if len(f) != 2 || !plumbing.IsHash(f[0]) || err != nil {
+		b.log.Error(nil, "Ignoring a malformed head record", "state", b.stateName(headState), "content", string(data))
+		return recordedHead{}, nil
+	}
+	return recordedHead{plumbing.NewHash(f[0]), rev}, nil
+}
+
+// recordHead writes the branch's head and revision if they changed since
+// the last record. Safe to call from any goroutine.
+func (b *Branch) recordHead() error {
+	b.mu.RLock()
+	h := recordedHead{b.head, b.committed}
+	b.mu.RUnlock()
+	b.headMu.Lock()
+	defer b.headMu.Unlock()
+	if h.commit.IsZero() || h == b.recorded {
+		return nil
+	}
+	if err := b.writeStateBytes(headState, []byte(fmt.Sprintf("%s %d\n", h.commit, h.revision))); err != nil {
+		return err
+	}
+	b.recorded = h
+	return nil
+}
+
+// rebuildFromRecordedHead is called on open after the index was rebuilt
+// from the ref: if the recorded head is not in that history, the ref was
+// moved back or sideways while the store was not watching, and the branch
+// is rebuilt from the recorded head instead; the ref's commit is then
+// picked up by the writer as any move from outside. It reports whether it
+// rebuilt.
+func (b *Branch) rebuildFromRecordedHead() (bool, error) {
+	rec, err := b.readHead()
+	if err != nil || rec.commit.IsZero() {
+		return false, err
+	}
+	b.recorded = rec
+	if _, inHistory := b.chain[rec.commit]; inHistory || rec.commit == b.head {
+		return false, nil
+	}
+	if _, err := object.GetCommit(b.git.Storer(), rec.commit); err != nil {
+		b.log.Error(err, "The branch was moved back while the store was not watching, and its recorded head is gone; serving the branch as it is", "recorded", rec.commit)
+		return false, nil
+	}
+	b.log.Info("The branch was moved back or sideways while the store was not watching; rebuilding from the recorded head and merging the branch's commit on top",
+		"recorded", rec.commit, "recordedRevision", rec.revision, "ref", b.head)
+	b.resetIndex()
+	return true, b.rebuildFrom(rec.commit)
+}
