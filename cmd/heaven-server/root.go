@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"errors"
 	goflag "flag"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/klog/v2"
@@ -54,6 +56,7 @@ prints what installs a syncer in a physical cluster.`,
 			if err != nil {
 				return err
 			}
+			go exitAfterShutdownTimeout(cmd.Context(), o.ShutdownTimeout)
 			s, err := cfg.Complete().New()
 			if err != nil {
 				return err
@@ -71,4 +74,17 @@ prints what installs a syncer in a physical cluster.`,
 	cmd.AddCommand(NewSyncerManifestsCommand())
 	cmd.AddCommand(NewHookCommand())
 	return cmd
+}
+
+// exitAfterShutdownTimeout ends the process if it is still running
+// shutdownTimeout (and a little) after SIGTERM or SIGINT, whatever it
+// waits for: a signal must always end heaven-server.
+func exitAfterShutdownTimeout(ctx context.Context, shutdownTimeout time.Duration) {
+	<-ctx.Done()
+	timer := time.NewTimer(shutdownTimeout + 5*time.Second)
+	defer timer.Stop()
+	<-timer.C
+	klog.ErrorS(nil, "Still running after the shutdown timeout; exiting", "shutdownTimeout", shutdownTimeout)
+	klog.Flush()
+	os.Exit(1)
 }

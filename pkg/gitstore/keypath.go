@@ -28,7 +28,12 @@ const (
 
 // KeyPath maps a key to the stem of its file path (no extension). Keys are
 // split at '/', a leading '/' is dropped, and each component is
-// percent-escaped so that any key gives a valid, unique git path.
+// percent-escaped so that any key gives a valid, unique git path. An
+// escaped component longer than maxComponent is split into directories
+// of at most that length, each but the last ending in continuedComponent,
+// so that no file or directory name exceeds the 255 bytes file systems
+// allow, extension included (a 253-character Kubernetes name with
+// ".json" would): git could not check such a branch out.
 func KeyPath(key string) string {
 	var parts []string
 	if strings.HasPrefix(key, "/") {
@@ -38,9 +43,33 @@ func KeyPath(key string) string {
 	}
 	comps := strings.Split(key, "/")
 	for i, c := range comps {
-		parts = append(parts, escapeComponent(c, i < len(comps)-1))
+		parts = appendSplit(parts, escapeComponent(c, i < len(comps)-1))
 	}
 	return strings.Join(parts, "/")
+}
+
+const (
+	// maxComponent bounds a path component, leaving room for the longest
+	// extension and the continuation mark below 255 bytes.
+	maxComponent = 240
+	// continuedComponent ends a component continued in the next one. No
+	// escaped component ends so: its '%' is always followed by two hex
+	// digits.
+	continuedComponent = "%~"
+)
+
+// appendSplit appends escaped component e to parts, split into pieces of at
+// most maxComponent bytes, never inside a %XX escape.
+func appendSplit(parts []string, e string) []string {
+	for len(e) > maxComponent {
+		cut := maxComponent
+		if i := strings.LastIndexByte(e[cut-2:cut], '%'); i >= 0 {
+			cut -= 2 - i // keep "%XX" whole
+		}
+		parts = append(parts, e[:cut]+continuedComponent)
+		e = e[cut:]
+	}
+	return append(parts, e)
 }
 
 // PathKey is the inverse of KeyPath.
@@ -50,13 +79,20 @@ func PathKey(stem string) (string, error) {
 	if comps[0] == relativeRoot {
 		prefix, comps = "", comps[1:]
 	}
-	out := make([]string, len(comps))
+	out := make([]string, 0, len(comps))
+	var pending strings.Builder // pieces of a split component
 	for i, c := range comps {
-		u, err := unescapeComponent(c)
+		if piece, ok := strings.CutSuffix(c, continuedComponent); ok && i < len(comps)-1 && piece != "" {
+			pending.WriteString(piece)
+			continue
+		}
+		pending.WriteString(c)
+		u, err := unescapeComponent(pending.String())
 		if err != nil {
 			return "", fmt.Errorf("path %q: %w", stem, err)
 		}
-		out[i] = u
+		pending.Reset()
+		out = append(out, u)
 	}
 	return prefix + strings.Join(out, "/"), nil
 }

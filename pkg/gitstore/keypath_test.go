@@ -2,6 +2,7 @@ package gitstore
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 )
 
@@ -99,10 +100,46 @@ func FuzzEncodeValue(f *testing.F) {
 func FuzzKeyPath(f *testing.F) {
 	f.Add("/registry/a/b")
 	f.Add("x//y/.json")
+	f.Add("/core/configmaps/default/" + strings.Repeat("a", 253))
+	f.Add("/" + strings.Repeat("%", 300))
+	f.Add("/" + strings.Repeat("ab", 119) + "/x")
 	f.Fuzz(func(t *testing.T, key string) {
-		back, err := PathKey(KeyPath(key))
+		path := KeyPath(key)
+		back, err := PathKey(path)
 		if err != nil || back != key {
 			t.Fatalf("round trip of %q: %q, %v", key, back, err)
 		}
+		for _, c := range strings.Split(path, "/") {
+			if len(c)+len(extJSON) > 255 {
+				t.Fatalf("KeyPath(%q) has a component of %d bytes with its extension", key, len(c)+len(extJSON))
+			}
+		}
 	})
+}
+
+func TestKeyPathOfLongNames(t *testing.T) {
+	name := strings.Repeat("a", 253) // the longest Kubernetes name
+	path := KeyPath("/core/configmaps/default/" + name)
+	if want := "core/configmaps/default/" + name[:240] + "%~/" + name[240:]; path != want {
+		t.Fatalf("KeyPath = %q, want %q", path, want)
+	}
+	// A split never cuts an escape in two.
+	key := "/" + strings.Repeat("a", 239) + " b"
+	path = KeyPath(key)
+	if !strings.HasPrefix(path, strings.Repeat("a", 239)+"%~/%20b") {
+		t.Fatalf("KeyPath(%q) = %q", key, path)
+	}
+	if back, err := PathKey(path); err != nil || back != key {
+		t.Fatalf("PathKey(%q) = %q, %v", path, back, err)
+	}
+}
+
+// Names Kubernetes allows (DNS subdomains, up to 253 characters) keep
+// their readable form unless they are longer than one path component.
+func TestKeyPathKeepsOrdinaryNames(t *testing.T) {
+	for _, name := range []string{"web", "a.b-c", "kube-root-ca.crt", strings.Repeat("x", 240)} {
+		if got := KeyPath("/core/configmaps/default/" + name); got != "core/configmaps/default/"+name {
+			t.Errorf("KeyPath of %q = %q", name, got)
+		}
+	}
 }

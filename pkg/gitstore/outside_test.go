@@ -427,3 +427,16 @@ func TestForcePushWhileClosed(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok, "the store's commits stay in the branch's history")
 }
+
+// A branch whose keys have the longest names Kubernetes allows can be
+// cloned and checked out (every path component ≤ 255 bytes).
+func TestLongNamesCanBeCheckedOut(t *testing.T) {
+	_, b, dir := openTestBranch(t)
+	name := strings.Repeat("n", 253)
+	put(t, b, "/core/configmaps/default/"+name, `{"name":"`+name+`"}`)
+	waitGitRef(t, dir, "team-a", b.Head())
+	wd := clone(t, dir, "team-a")
+	data, err := os.ReadFile(filepath.Join(wd, "core/configmaps/default", name[:240]+"%~", name[240:]+".json"))
+	require.NoError(t, err)
+	require.Contains(t, string(data), name)
+}

@@ -53,7 +53,9 @@ func (s syncerScope) allows(name, path string, escaped bool, method string, quer
 	}
 	object := syncTargetsPath + "/" + s.target
 	switch path {
-	case object, object + "/status":
+	case object:
+		return method == http.MethodGet
+	case object + "/status":
 		return method == http.MethodGet || method == http.MethodPut || method == http.MethodPatch
 	case syncTargetsPath:
 		return method == http.MethodGet && selectsOnly(query, s.target)

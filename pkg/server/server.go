@@ -61,6 +61,7 @@ func (c *Config) Complete() CompletedConfig { return CompletedConfig{c} }
 // Server is a running heaven-server.
 type Server struct {
 	cfg      CompletedConfig
+	lock     *os.File // of the data directory, held while the server lives
 	pki      *pki.Bundle
 	git      *gitBackend
 	etcd     *etcdBackend
@@ -87,7 +88,11 @@ func (c CompletedConfig) New() (_ *Server, err error) {
 	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: c, mem: newMemListener(), metrics: serverMetrics(), ephemeral: map[schema.GroupResource]bool{}, rootReady: make(chan struct{})}
+	lock, err := lockDataDir(c.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: c, lock: lock, mem: newMemListener(), metrics: serverMetrics(), ephemeral: map[schema.GroupResource]bool{}, rootReady: make(chan struct{})}
 	defer func() {
 		if err != nil {
 			s.close(context.Background())
@@ -113,6 +118,10 @@ func (c CompletedConfig) New() (_ *Server, err error) {
 			return nil, err
 		}
 		s.clients.Git, s.clients.GitPrefix = s.git.client, ""
+		// It holds Secrets: readable by this user only, like pki/.
+		if err := os.Chmod(repoDir, 0o700); err != nil {
+			return nil, err
+		}
 		s.installPreReceiveHook(repoDir)
 	}
 
@@ -218,6 +227,7 @@ func (s *Server) close(ctx context.Context) {
 	if s.etcd != nil {
 		s.etcd.close()
 	}
+	_ = s.lock.Close() // last: everything in the directory is closed
 }
 
 // allowed says whether heaven name may start: root always; others if

@@ -91,19 +91,23 @@ func TestScopedSyncerCredential(t *testing.T) {
 		forbidden(t, err)
 	})
 
-	t.Run("its SyncTarget in root: get, update and patch it and its status, list and watch it alone", func(t *testing.T) {
+	t.Run("its SyncTarget in root: get it, update and patch its status, list and watch it alone", func(t *testing.T) {
 		u, err := targets.Get(ctx, "east", metav1.GetOptions{})
 		require.NoError(t, err)
+		spec := u.Object["spec"]
 		require.NoError(t, unstructured.SetNestedField(u.Object, time.Now().UTC().Format(time.RFC3339), "status", "lastSyncerHeartbeatTime"))
 		u, err = targets.UpdateStatus(ctx, u, metav1.UpdateOptions{})
 		require.NoError(t, err)
 		_, err = targets.Patch(ctx, "east", types.MergePatchType, []byte(`{"status":{"resources":[{"resource":"configmaps","state":"Synced"}]}}`),
 			metav1.PatchOptions{}, "status")
 		require.NoError(t, err)
-		_, err = targets.Patch(ctx, "east", types.MergePatchType, []byte(`{"metadata":{"annotations":{"seen":"yes"}}}`), metav1.PatchOptions{})
+		// Through the status subresource, spec fields do not change.
+		_, err = targets.Patch(ctx, "east", types.MergePatchType,
+			[]byte(`{"spec":{"kubeconfigSecretRef":{"name":"west-kubeconfig"},"resources":["secrets"]},"status":{}}`), metav1.PatchOptions{}, "status")
 		require.NoError(t, err)
-		_, err = targets.Update(ctx, u, metav1.UpdateOptions{})
-		assert.True(t, err == nil || apierrors.IsConflict(err), "update reaches the heaven: %v", err)
+		u, err = targets.Get(ctx, "east", metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, spec, u.Object["spec"], "a status write leaves the spec alone")
 
 		only := metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", "east").String()}
 		list, err := targets.List(ctx, only)
@@ -121,6 +125,32 @@ func TestScopedSyncerCredential(t *testing.T) {
 		case <-watchCtx.Done():
 			t.Fatal("no event from the watch of its SyncTarget")
 		}
+	})
+
+	t.Run("its SyncTarget's spec and metadata: 403 for every verb", func(t *testing.T) {
+		for _, patch := range []string{
+			`{"spec":{"kubeconfigSecretRef":{"name":"west-kubeconfig"}}}`,
+			`{"spec":{"resources":["secrets","clusterroles.rbac.authorization.k8s.io"]}}`,
+			`{"spec":{"heaven":"team-b"}}`,
+			`{"spec":{"heartbeatInterval":"1h"}}`,
+			`{"metadata":{"labels":{"x":"y"}}}`,
+			`{"metadata":{"annotations":{"seen":"yes"}}}`,
+			`{"metadata":{"finalizers":null}}`,
+		} {
+			for _, pt := range []types.PatchType{types.MergePatchType, types.ApplyPatchType} {
+				_, err := targets.Patch(ctx, "east", pt, []byte(patch), metav1.PatchOptions{FieldManager: "syncer", Force: ptrTo(true)})
+				forbidden(t, err)
+			}
+		}
+		u, err := targets.Get(ctx, "east", metav1.GetOptions{})
+		require.NoError(t, err)
+		_, err = targets.Update(ctx, u, metav1.UpdateOptions{})
+		forbidden(t, err)
+		u.SetResourceVersion("")
+		_, err = targets.Create(ctx, u, metav1.CreateOptions{})
+		forbidden(t, err)
+		forbidden(t, targets.Delete(ctx, "east", metav1.DeleteOptions{}))
+		forbidden(t, targets.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{FieldSelector: "metadata.name=east"}))
 	})
 
 	t.Run("anything else in root: 403", func(t *testing.T) {
@@ -205,3 +235,5 @@ func TestSyncTargetSpecHeavenRequiredAndImmutable(t *testing.T) {
 	require.True(t, apierrors.IsInvalid(err), "spec.heaven is immutable: %v", err)
 	assert.Contains(t, err.Error(), "spec.heaven is immutable")
 }
+
+func ptrTo[T any](v T) *T { return &v }
