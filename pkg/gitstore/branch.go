@@ -106,6 +106,9 @@ func openBranch(ctx context.Context, git *gitrepo.Repo, name string, leases *les
 	if compacted > 0 && compacted <= b.committed {
 		b.x.compactTo(compacted)
 	}
+	// Tell the caller what the rebuild found, problems or none.
+	b.problemsChanged = true
+	b.notifyProblems()
 	go b.run()
 	if movedMeanwhile {
 		b.kick <- struct{}{} // merge the ref's commit at once

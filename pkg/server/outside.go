@@ -16,6 +16,7 @@ import (
 	kjson "sigs.k8s.io/json"
 
 	builtin "github.com/heaven-dev/heaven/pkg/builtin"
+	heavenctrl "github.com/heaven-dev/heaven/pkg/controllers/heaven"
 	"github.com/heaven-dev/heaven/pkg/gitstore"
 	"github.com/heaven-dev/heaven/pkg/objectfile"
 )
@@ -82,18 +83,24 @@ type outsideFiles struct {
 	// background; it must not block).
 	event func(heaven string, p gitstore.FileProblem)
 
+	// changed, if set, is told which heaven's problems changed (the
+	// Heaven controller's condition); it must not block.
+	changed func(heaven string)
+
 	mu       sync.Mutex
 	problems map[string][]gitstore.FileProblem // by heaven
+	known    map[string]bool                   // heavens whose branch was read
 }
 
 func newOutsideFiles(m *metrics) *outsideFiles {
-	return &outsideFiles{metrics: m, problems: map[string][]gitstore.FileProblem{}}
+	return &outsideFiles{metrics: m, problems: map[string][]gitstore.FileProblem{}, known: map[string]bool{}}
 }
 
 // update is gitstore.Options.OnProblems: it runs on the branch's writer.
 func (o *outsideFiles) update(heaven string, problems []gitstore.FileProblem) {
 	o.mu.Lock()
 	old := o.problems[heaven]
+	o.known[heaven] = true
 	if len(problems) == 0 {
 		delete(o.problems, heaven)
 	} else {
@@ -101,6 +108,9 @@ func (o *outsideFiles) update(heaven string, problems []gitstore.FileProblem) {
 	}
 	o.mu.Unlock()
 	o.metrics.unservedFiles.WithLabelValues(heaven).Set(float64(len(problems)))
+	if o.changed != nil {
+		o.changed(heaven)
+	}
 	if o.event == nil {
 		return
 	}
@@ -115,12 +125,25 @@ func (o *outsideFiles) update(heaven string, problems []gitstore.FileProblem) {
 	}
 }
 
-// Problems lists heaven's files that are not served (nil while its branch
-// is not open: they are found when it is read).
-func (o *outsideFiles) Problems(heaven string) []gitstore.FileProblem {
+// Problems lists heaven's files that are not served; known is false until
+// its branch was read (problems are found when it is).
+func (o *outsideFiles) Problems(heaven string) (problems []gitstore.FileProblem, known bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return o.problems[heaven]
+	return o.problems[heaven], o.known[heaven]
+}
+
+// fileProblems is the Heaven controller's view of Problems.
+func (s *Server) fileProblems(heaven string) ([]heavenctrl.FileProblem, bool) {
+	if s.outside == nil {
+		return nil, false
+	}
+	problems, known := s.outside.Problems(heaven)
+	out := make([]heavenctrl.FileProblem, len(problems))
+	for i, p := range problems {
+		out[i] = heavenctrl.FileProblem{Path: p.Path, Commit: p.Commit.String(), Err: p.Err}
+	}
+	return out, known
 }
 
 // problemEvent is the Event that tells a heaven's users about a file that

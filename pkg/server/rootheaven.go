@@ -37,9 +37,10 @@ func (s *Server) startRoot(ctx context.Context) (*heavenctrl.Controller, error) 
 			_, _, err := s.heavens.acquire(ctx, name, false, true)
 			return err
 		},
-		Clone:  s.cloneRemote,
-		Stop:   s.heavens.stopHeaven,
-		Delete: s.deleteBranch,
+		Clone:    s.cloneRemote,
+		Stop:     s.heavens.stopHeaven,
+		Delete:   s.deleteBranch,
+		Problems: s.fileProblems,
 	}, time.Minute)
 	go ctrl.Run(ctx, 2)
 	go s.startMergeController(ctx, cfg) // not in the way of serving heavens

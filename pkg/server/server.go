@@ -111,6 +111,11 @@ func (c CompletedConfig) New() (_ *Server, err error) {
 	if c.Storage == StorageGit {
 		s.objectFiles, s.outside = ObjectFiles(), newOutsideFiles(s.metrics)
 		s.outside.event = s.emitProblemEvent
+		s.outside.changed = func(heaven string) {
+			if ctrl := s.heavenCtrl.Load(); ctrl != nil {
+				ctrl.Enqueue(heaven)
+			}
+		}
 		repoDir := filepath.Join(c.DataDir, "heavens.git")
 		if s.git, err = startGitBackend(repoDir, s.metrics, gitstore.Options{
 			OnHead: s.branchMoved, ReadFile: s.objectFiles.Read, OnProblems: s.outside.update,

@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
@@ -148,6 +149,24 @@ func TestPushedFiles(t *testing.T) {
 	kube := ts.kube("pushed")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	// A Heaven object, so that its status reports the files not served.
+	heavens := ts.dynamic("root").Resource(heavensGVR)
+	_, err = heavens.Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "heaven.dev/v1alpha1", "kind": "Heaven", "metadata": map[string]any{"name": "pushed"}}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	outsideCondition := func() (status, message string) {
+		h, err := heavens.Get(ctx, "pushed", metav1.GetOptions{})
+		if err != nil {
+			return "", err.Error()
+		}
+		conds, _, _ := unstructured.NestedSlice(h.Object, "status", "conditions")
+		for _, c := range conds {
+			if m, _ := c.(map[string]any); m["type"] == "OutsideCommitsHealthy" {
+				return fmt.Sprint(m["status"]), fmt.Sprint(m["message"])
+			}
+		}
+		return "", ""
+	}
 	_, err = kube.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "seed"}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 
@@ -206,6 +225,10 @@ func TestPushedFiles(t *testing.T) {
 				return hasProblemEvent(ctx, kube, tc.path, bad), nil
 			})
 			require.Contains(t, scrapeMetrics(t, ts), `heaven_unserved_files{heaven="pushed"} 1`)
+			eventually(t, 30*time.Second, "the Heaven's condition naming "+tc.path, func() (bool, error) {
+				status, message := outsideCondition()
+				return status == "False" && strings.Contains(message, tc.path) && strings.Contains(message, bad), nil
+			})
 			if strings.HasPrefix(tc.path, "core/configmaps/default/") {
 				name := strings.TrimSuffix(filepath.Base(tc.path), ".json")
 				_, err := kube.CoreV1().ConfigMaps("default").Get(ctx, name, metav1.GetOptions{})
@@ -217,7 +240,8 @@ func TestPushedFiles(t *testing.T) {
 			w.commit("fix "+tc.name, map[string]string{tc.path: ""})
 			w.pushBusy("pushed")
 			eventually(t, 30*time.Second, "the problem cleared", func() (bool, error) {
-				return strings.Contains(scrapeMetrics(t, ts), `heaven_unserved_files{heaven="pushed"} 0`), nil
+				status, _ := outsideCondition()
+				return status == "True" && strings.Contains(scrapeMetrics(t, ts), `heaven_unserved_files{heaven="pushed"} 0`), nil
 			})
 		})
 	}

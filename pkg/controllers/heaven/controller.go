@@ -7,9 +7,11 @@ package heaven
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -43,6 +45,14 @@ type Branches struct {
 	Stop func(ctx context.Context, name string)
 	// Delete deletes the heaven's branch.
 	Delete func(name string) error
+	// Problems, if set, lists the files of the heaven's branch that are
+	// not served; known is false while the branch has not been read.
+	Problems func(name string) (problems []FileProblem, known bool)
+}
+
+// FileProblem is a file of a heaven's branch that is not served.
+type FileProblem struct {
+	Path, Commit, Err string
 }
 
 // Controller reconciles Heaven objects.
@@ -179,7 +189,42 @@ func (c *Controller) reconcile(ctx context.Context, name string) error {
 	if rev >= 0 {
 		status.Revision = rev
 	}
+	c.setOutsideCommitsCondition(&status, name, h.Generation)
 	return c.updateStatus(ctx, u, status)
+}
+
+// Enqueue asks for heaven name's status to be brought up to date (its
+// files not served changed).
+func (c *Controller) Enqueue(name string) { c.queue.Add(name) }
+
+// maxListedProblems bounds the files a condition's message names.
+const maxListedProblems = 5
+
+// setOutsideCommitsCondition reports the branch's files that are not
+// served; while the branch is not open it keeps what it said last.
+func (c *Controller) setOutsideCommitsCondition(status *v1alpha1.HeavenStatus, name string, generation int64) {
+	if c.branches.Problems == nil {
+		return
+	}
+	problems, known := c.branches.Problems(name)
+	if !known {
+		return
+	}
+	cond := metav1.Condition{Type: v1alpha1.ConditionOutsideCommitsHealthy, Status: metav1.ConditionTrue,
+		Reason: v1alpha1.ReasonAllFilesServed, Message: "Every file of the branch is served.", ObservedGeneration: generation}
+	if len(problems) > 0 {
+		var b strings.Builder
+		fmt.Fprintf(&b, "%d file(s) of the branch are not served; their objects keep their last good version until a commit fixes or removes them:", len(problems))
+		for i, p := range problems {
+			if i == maxListedProblems {
+				fmt.Fprintf(&b, " and %d more", len(problems)-i)
+				break
+			}
+			fmt.Fprintf(&b, " %s (commit %s): %s;", p.Path, p.Commit, p.Err)
+		}
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, v1alpha1.ReasonFilesNotServed, strings.TrimSuffix(b.String(), ";")
+	}
+	meta.SetStatusCondition(&status.Conditions, cond)
 }
 
 // clone starts a new heaven that tracks a git remote from the remote's

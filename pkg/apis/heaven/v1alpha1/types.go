@@ -163,6 +163,20 @@ const (
 	ReasonRemoteWaiting     = "Waiting"
 )
 
+// The condition of the files people commit to a heaven's branch, and its
+// reasons.
+const (
+	// ConditionOutsideCommitsHealthy is False while files committed from
+	// outside (a git push, git update-ref) are not served because they are
+	// not objects the heaven can read; their objects keep their last good
+	// version. Unknown while the branch has not been read since
+	// heaven-server started.
+	ConditionOutsideCommitsHealthy = "OutsideCommitsHealthy"
+
+	ReasonAllFilesServed = "AllFilesServed"
+	ReasonFilesNotServed = "FilesNotServed"
+)
+
 // HeavenFinalizer keeps a Heaven until heaven-server stopped serving it
 // (and deleted its branch if asked).
 const HeavenFinalizer = "heaven.dev/heaven"
