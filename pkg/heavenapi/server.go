@@ -3,7 +3,9 @@ package heavenapi
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -31,10 +33,11 @@ type Server struct {
 	run     func(context.Context) error
 	signals func() map[string]<-chan struct{}
 
-	cancel context.CancelFunc
-	done   chan struct{} // closed when the server has shut down
-	ready  chan struct{} // closed when it serves every request
-	err    error         // of the run loop, valid after done
+	cancel   context.CancelFunc
+	startErr atomic.Pointer[error] // why it gave up starting, if it did
+	done     chan struct{}         // closed when the server has shut down
+	ready    chan struct{}         // closed when it serves every request
+	err      error                 // of the run loop, valid after done
 }
 
 // New builds the heaven's API server; Start runs it.
@@ -141,18 +144,23 @@ func (s *Server) Stop(ctx context.Context) error {
 	}
 }
 
+// initialObjectsTimeout bounds how long a heaven tries to create its
+// initial namespaces before it gives up starting; an error the store
+// answers with 500 (a branch that cannot be written) ends it sooner.
+const (
+	initialObjectsTimeout = 30 * time.Second
+	maxInternalErrors     = 3
+)
+
 func (s *Server) becomeReady(ctx context.Context) {
 	logger := klog.FromContext(ctx).WithValues("heaven", s.name)
 	for _, ns := range InitialNamespaces {
-		err := wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-			_, err := s.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
-			if err == nil || apierrors.IsAlreadyExists(err) {
-				return true, nil
+		if err := s.createInitialNamespace(ctx, ns); err != nil {
+			if ctx.Err() == nil {
+				logger.Error(err, "Heaven could not start")
+				s.startErr.Store(&err)
+				s.cancel()
 			}
-			logger.V(2).Info("Creating initial namespace", "namespace", ns, "err", err)
-			return false, nil
-		})
-		if err != nil {
 			return
 		}
 	}
@@ -165,4 +173,52 @@ func (s *Server) becomeReady(ctx context.Context) {
 		}
 	}
 	close(s.ready)
+}
+
+// createInitialNamespace creates namespace ns, retrying with backoff while
+// the heaven's own API is still coming up, at most initialObjectsTimeout,
+// and giving up after maxInternalErrors internal errors in a row.
+func (s *Server) createInitialNamespace(ctx context.Context, ns string) error {
+	var last error
+	internal := 0
+	backoff := wait.Backoff{Duration: 20 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: math.MaxInt32, Cap: 2 * time.Second}
+	bounded, cancel := context.WithTimeout(ctx, initialObjectsTimeout)
+	defer cancel()
+	err := wait.ExponentialBackoffWithContext(bounded, backoff, func(ctx context.Context) (bool, error) {
+		_, err := s.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		if err == nil || apierrors.IsAlreadyExists(err) {
+			return true, nil
+		}
+		last = err
+		if apierrors.IsInternalError(err) {
+			if internal++; internal >= maxInternalErrors {
+				return false, err
+			}
+		} else {
+			internal = 0
+		}
+		return false, nil
+	})
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case last != nil:
+		return fmt.Errorf("creating namespace %s: %w", ns, last)
+	}
+	return fmt.Errorf("creating namespace %s: %w", ns, err)
+}
+
+// Err says why the server stopped (nil while it runs, or after Stop).
+func (s *Server) Err() error {
+	if err := s.startErr.Load(); err != nil {
+		return *err
+	}
+	select {
+	case <-s.done:
+		return s.err
+	default:
+		return nil
+	}
 }

@@ -95,6 +95,9 @@ func (hs *heavens) acquire(ctx context.Context, name string, count, waitReady bo
 		case <-h.server.Ready():
 		case <-h.server.Done():
 			release()
+			if err := h.server.Err(); err != nil {
+				return nil, nil, fmt.Errorf("heaven %s could not start: %w", name, err)
+			}
 			return nil, nil, fmt.Errorf("heaven %s stopped while starting", name)
 		case <-ctx.Done():
 			release()
@@ -194,6 +197,18 @@ func (hs *heavens) start(h *heaven) {
 			hs.metrics.startLatency.Observe(time.Since(began).Seconds())
 			klog.V(2).InfoS("Heaven ready", "heaven", h.name, "duration", time.Since(began))
 		case <-srv.Done():
+			// It gave up starting (or was stopped before it was ready):
+			// the next request starts it afresh.
+			hs.mu.Lock()
+			gone := hs.running[h.name] == h && !h.stopping
+			if gone {
+				delete(hs.running, h.name)
+			}
+			hs.mu.Unlock()
+			if gone {
+				hs.metrics.activeHeavens.Dec()
+				hs.onStop(h.name)
+			}
 		}
 	}()
 }
