@@ -11,6 +11,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	x509request "k8s.io/apiserver/pkg/authentication/request/x509"
 	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
 	"k8s.io/component-base/metrics/legacyregistry"
 
@@ -30,6 +32,17 @@ var Version = version.Info{
 
 func verifyOptions(b *pki.Bundle) x509.VerifyOptions {
 	return x509.VerifyOptions{Roots: b.CAPool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+}
+
+// unlessRevoked refuses certificates of revoked users (a deleted
+// SyncTarget's syncer) before converting them to users.
+func unlessRevoked(revoked *pki.Revocations, convert x509request.UserConversion) x509request.UserConversion {
+	return x509request.UserConversionFunc(func(chain []*x509.Certificate) (*authenticator.Response, bool, error) {
+		if len(chain) > 0 && revoked.Revoked(chain[0]) {
+			return nil, false, fmt.Errorf("the credential of %q was revoked", chain[0].Subject.CommonName)
+		}
+		return convert.User(chain)
+	})
 }
 
 // rootHandler serves what is not under /clusters/.

@@ -139,7 +139,7 @@ func (c CompletedConfig) New() (_ *Server, err error) {
 	s.heavens.allowed = s.allowed
 	s.front = &front{
 		heavens: s.heavens,
-		authn:   x509request.New(verifyOptions(s.pki), x509request.CommonNameUserConversion),
+		authn:   x509request.New(verifyOptions(s.pki), unlessRevoked(s.pki.Revocations, x509request.CommonNameUserConversion)),
 		root:    s.rootHandler(),
 		public:  map[string]bool{"/healthz": true, "/livez": true, "/readyz": true, "/version": true},
 		metrics: s.metrics,

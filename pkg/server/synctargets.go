@@ -29,6 +29,7 @@ func (s *Server) startClusterController(ctx context.Context, cfg *rest.Config) {
 		CAPEM:     s.pki.CAPEM(),
 		CAPool:    s.pki.CAPool,
 		Issue:     s.pki.IssueClientCert,
+		Revoke:    s.pki.Revocations.Revoke,
 		Connect:   synctargetctrl.ConnectKubeconfig,
 		Heaven:    s.heavenClient,
 	}, opts)

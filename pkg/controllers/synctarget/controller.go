@@ -55,6 +55,9 @@ type Deps struct {
 	// Issue issues a client certificate for user in groups, valid for
 	// validFor, PEM-encoded with its key.
 	Issue func(user string, groups []string, validFor time.Duration) (certPEM, keyPEM []byte, err error)
+	// Revoke, if set, makes every credential issued so far to user (a
+	// syncer) fail authentication; called when its SyncTarget is deleted.
+	Revoke func(user string) error
 	// Connect returns a client of the physical cluster of a kubeconfig
 	// (ConnectKubeconfig in production).
 	Connect func(kubeconfig []byte) (dynamic.Interface, error)

@@ -20,6 +20,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
+	"github.com/heaven-dev/heaven/pkg/server/pki"
 	"github.com/heaven-dev/heaven/pkg/syncer/install"
 )
 
@@ -56,6 +57,14 @@ func (c *Controller) finalize(ctx context.Context, u *unstructured.Unstructured,
 	}
 	if err := c.release(ctx, st); err != nil {
 		return 0, fmt.Errorf("releasing the objects of heaven %s: %w", st.Spec.Heaven, err)
+	}
+	// The credential it was given is valid for a long time, and a syncer
+	// left running where the cluster could not be reached must not keep
+	// using it.
+	if c.deps.Revoke != nil {
+		if err := c.deps.Revoke(pki.SyncerUser(st.Spec.Heaven, st.Name)); err != nil {
+			return 0, fmt.Errorf("revoking the syncer's credential: %w", err)
+		}
 	}
 	var keep []string
 	for _, f := range u.GetFinalizers() {

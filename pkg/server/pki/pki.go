@@ -43,8 +43,10 @@ type Bundle struct {
 	Serving tls.Certificate
 	// AdminCertPEM and AdminKeyPEM are the admin client credentials.
 	AdminCertPEM, AdminKeyPEM []byte
-	caPEM                     []byte
-	caKey                     crypto.Signer
+	// Revocations are the users whose certificates were revoked.
+	Revocations *Revocations
+	caPEM       []byte
+	caKey       crypto.Signer
 }
 
 // Ensure loads the PKI from dir, creating what is missing. hosts are the
@@ -121,6 +123,9 @@ func newBundle(dir string, caCert *x509.Certificate, caKey crypto.Signer) (*Bund
 	if b.caPEM, err = os.ReadFile(filepath.Join(dir, "ca.crt")); err != nil {
 		return nil, err
 	}
+	if b.Revocations, err = loadRevocations(dir); err != nil {
+		return nil, err
+	}
 	return b, nil
 }
 
@@ -136,7 +141,7 @@ func (b *Bundle) IssueClientCert(commonName string, organizations []string, vali
 		KeyUsage:    x509.KeyUsageDigitalSignature,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 	}
-	der, key, err := sign(tmpl, b.CA, b.caKey, time.Now().Add(-time.Hour), validFor+time.Hour)
+	der, key, err := sign(tmpl, b.CA, b.caKey, time.Now().Add(-backdate), validFor+backdate)
 	if err != nil {
 		return nil, nil, err
 	}
