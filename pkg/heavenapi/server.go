@@ -135,6 +135,7 @@ func (s *Server) Start() {
 // Stop shuts the server down and waits until its goroutines and storage are
 // released, or ctx ends.
 func (s *Server) Stop(ctx context.Context) error {
+	s.waitStartHooks(ctx)
 	s.cancel()
 	select {
 	case <-s.done:
@@ -159,6 +160,7 @@ func (s *Server) becomeReady(ctx context.Context) {
 			if ctx.Err() == nil {
 				logger.Error(err, "Heaven could not start")
 				s.startErr.Store(&err)
+				s.waitStartHooks(ctx)
 				s.cancel()
 			}
 			return
@@ -222,3 +224,24 @@ func (s *Server) Err() error {
 		return nil
 	}
 }
+
+// waitStartHooks waits (at most until ctx ends, or startHooksTimeout) for
+// the post-start hooks that signal their end: the generic API server exits
+// the process when such a hook is cancelled before it is done
+// (apiextensions' crd-informer-synced does), so a server is only stopped
+// once they are.
+func (s *Server) waitStartHooks(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, startHooksTimeout)
+	defer cancel()
+	for _, signal := range s.signals() {
+		select {
+		case <-signal:
+		case <-s.done:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+const startHooksTimeout = 10 * time.Second
