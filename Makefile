@@ -75,7 +75,7 @@ OPENAPI_OUT := pkg/generated/openapi
 all: build
 
 help:
-	@echo "make build                  go build ./... and bin/heaven-server"
+	@echo "make build                  go build ./..., bin/heaven-server and bin/kubectl-heaven (the kubectl plugin)"
 	@echo "make run                    heaven-server --data-dir $(DATA_DIR): heavens at https://127.0.0.1:6443/clusters/<name>"
 	@echo "make test                   vet, unit tests (-race), storage conformance (-race), short crash test, integration (kubectl), e2e (real clusters)"
 	@echo "make test-integration       heaven-server driven by client-go and the real kubectl"
@@ -96,6 +96,7 @@ help:
 build:
 	$(GO) build ./...
 	$(GO) build -o $(BIN)/heaven-server ./cmd/heaven-server
+	$(GO) build -o $(BIN)/kubectl-heaven ./cmd/kubectl-heaven
 
 test: vet test-unit test-conformance test-crash test-chaos-short test-integration test-e2e
 

@@ -175,6 +175,9 @@ func (c *Controller) reconcile(ctx context.Context, name string) error {
 		if _, head, rev, err = c.branches.Info(ctx, name); err != nil {
 			return err
 		}
+		if rev < 0 {
+			rev = at // the fork is at its source's revision until written
+		}
 	case !exists:
 		if !c.clone(ctx, &h) {
 			if err := c.branches.Initialize(ctx, name); err != nil {

@@ -1,0 +1,82 @@
+package integration
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// buildPlugin builds kubectl-heaven once per test run into a directory for
+// PATH, where kubectl finds its plugins.
+var buildPlugin = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "kubectl-heaven-bin")
+	if err != nil {
+		return "", err
+	}
+	out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "kubectl-heaven"), "github.com/heaven-dev/heaven/cmd/kubectl-heaven").CombinedOutput()
+	if err != nil {
+		return "", err
+	}
+	_ = out
+	return dir, nil
+})
+
+// TestKubectlHeavenPlugin drives `kubectl heaven` with the real kubectl
+// and the plugin on PATH.
+func TestKubectlHeavenPlugin(t *testing.T) {
+	pluginDir, err := buildPlugin()
+	require.NoError(t, err)
+	ts := startServer(t, "", nil)
+	// The plugin rewrites the kubeconfig: a copy of the admin's.
+	data, err := os.ReadFile(ts.kubeconfig())
+	require.NoError(t, err)
+	kubeconfig := filepath.Join(t.TempDir(), "config")
+	require.NoError(t, os.WriteFile(kubeconfig, data, 0o600))
+	// kubectl takes a plugin's flags only after its name.
+	context := "root"
+	kubectl := func(args ...string) (string, error) {
+		if len(args) > 1 && args[len(args)-2] == "--context" {
+			context, args = args[len(args)-1], args[:len(args)-2]
+			defer func() { context = "root" }()
+		}
+		cmd := exec.Command(kubectlPath(t), append(args, "--kubeconfig", kubeconfig, "--context", context)...)
+		cmd.Env = append(os.Environ(), "PATH="+pluginDir+string(os.PathListSeparator)+os.Getenv("PATH"), "HOME="+t.TempDir())
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	must := func(args ...string) string {
+		t.Helper()
+		out, err := kubectl(args...)
+		require.NoError(t, err, "kubectl %s: %s", strings.Join(args, " "), out)
+		return out
+	}
+
+	require.Equal(t, "root\n", must("heaven", "current"))
+	require.Contains(t, must("heaven", "create", "team-a"), "heaven team-a created at revision")
+	must("create", "configmap", "x", "--from-literal=a=b", "--server", ts.url+"/clusters/team-a")
+	require.Contains(t, must("heaven", "create", "try", "--fork", "team-a"), "heaven try created")
+	list := must("heaven", "list")
+	require.Regexp(t, `\*\s+root\s+Ready`, list)
+	require.Regexp(t, `\n\s+try\s+Ready\s+\d+\s+[0-9a-f]{12}\s+team-a@\d+`, list)
+
+	require.Contains(t, must("heaven", "use", "try"), `Current heaven is "try" (was "root")`)
+	require.Equal(t, "try\n", must("heaven", "current"))
+	require.Contains(t, must("get", "configmap", "x", "-o", "name"), "configmap/x", "the fork has team-a's objects")
+	out, err := kubectl("heaven", "use", "nope")
+	require.Error(t, err)
+	require.Contains(t, out, "no heaven nope")
+	require.Contains(t, must("heaven", "use", "-"), `Current heaven is "root" (was "try")`)
+	require.Equal(t, "root\n", must("heaven", "current"))
+	// Other contexts sharing the cluster entry are left alone.
+	require.Contains(t, must("heaven", "current", "--context", "default"), "default")
+
+	require.Contains(t, must("heaven", "delete", "try"), "heaven try deleted")
+	out, err = kubectl("heaven", "create", "bad", "--fork", "team-a@x")
+	require.Error(t, err)
+	require.Contains(t, out, "the revision after @ must be a positive number")
+}
