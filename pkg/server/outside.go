@@ -11,7 +11,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	kjson "sigs.k8s.io/json"
 
@@ -187,7 +186,7 @@ func (s *Server) emitProblemEvent(heaven string, p gitstore.FileProblem) {
 			return
 		}
 		defer release()
-		kube, err := kubernetes.NewForConfig(s.loopbackConfig(heaven))
+		kube, err := s.loopbackKube(heaven)
 		if err == nil {
 			ev := problemEvent(p, s.objectFiles.Types)
 			_, err = kube.CoreV1().Events(ev.Namespace).Create(ctx, ev, metav1.CreateOptions{})

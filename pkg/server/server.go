@@ -20,6 +20,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	x509request "k8s.io/apiserver/pkg/authentication/request/x509"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
@@ -79,7 +81,11 @@ type Server struct {
 	heavenCtrl atomic.Pointer[heavenctrl.Controller]
 	rootReady  chan struct{} // closed once heavenCtrl is set
 	mergeCtrl  atomic.Pointer[mergectrl.Controller]
-	remoteCtrl atomic.Pointer[remotectrl.Controller]
+
+	loopbackOnce   sync.Once
+	loopbackClient *http.Client
+	loopbackErr    error
+	remoteCtrl     atomic.Pointer[remotectrl.Controller]
 }
 
 // New opens the data directory, the stores and the HTTPS listener; Run
@@ -209,6 +215,7 @@ func (s *Server) serve(ctx context.Context, errs <-chan error, wg *sync.WaitGrou
 	}
 	s.heavenCtrl.Store(ctrl)
 	close(s.rootReady)
+	go s.adoptBranches(ctx)
 	wg.Add(2)
 	go func() { defer wg.Done(); s.heavens.runEvictor(ctx) }()
 	go func() { defer wg.Done(); s.runCompactor(ctx) }()
@@ -238,7 +245,11 @@ func (s *Server) close(ctx context.Context) {
 // allowed says whether heaven name may start: root always; others if
 // heavens are created on first use or a Heaven object names them.
 func (s *Server) allowed(ctx context.Context, name string) (bool, error) {
-	if name == RootHeaven || s.cfg.AutoCreateHeavens {
+	if name == RootHeaven {
+		return true, nil
+	}
+	if s.cfg.AutoCreateHeavens {
+		go s.adopt(name)
 		return true, nil
 	}
 	// Which heavens exist is known once root runs: a request that comes
@@ -261,6 +272,39 @@ func (s *Server) newHeaven(name string) (*heavenapi.Server, error) {
 		Loopback:        s.loopbackConfig(name),
 		ExternalAddress: net.JoinHostPort(s.cfg.externalHost(), port),
 	})
+}
+
+// loopbackHTTP is the one HTTP client of the in-process requests that
+// heaven-server makes on its own (Heaven objects, Events): a client of its
+// own per request would leave its idle connections behind.
+func (s *Server) loopbackHTTP() (*http.Client, error) {
+	s.loopbackOnce.Do(func() {
+		cfg := s.loopbackConfig(RootHeaven)
+		// These requests come now and then: their connections need not
+		// stay open in between.
+		cfg.Transport = &http.Transport{DialContext: s.mem.DialContext, MaxIdleConnsPerHost: 2, IdleConnTimeout: 5 * time.Second}
+		cfg.Dial = nil
+		s.loopbackClient, s.loopbackErr = rest.HTTPClientFor(cfg)
+	})
+	return s.loopbackClient, s.loopbackErr
+}
+
+// loopbackKube is a clientset of heaven name over loopbackHTTP.
+func (s *Server) loopbackKube(name string) (kubernetes.Interface, error) {
+	c, err := s.loopbackHTTP()
+	if err != nil {
+		return nil, err
+	}
+	return kubernetes.NewForConfigAndClient(s.loopbackConfig(name), c)
+}
+
+// loopbackDynamic is a dynamic client of heaven name over loopbackHTTP.
+func (s *Server) loopbackDynamic(name string) (dynamic.Interface, error) {
+	c, err := s.loopbackHTTP()
+	if err != nil {
+		return nil, err
+	}
+	return dynamic.NewForConfigAndClient(s.loopbackConfig(name), c)
 }
 
 // loopbackConfig reaches heaven name through the in-memory listener.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -79,4 +80,27 @@ func TestKubectlHeavenPlugin(t *testing.T) {
 	out, err = kubectl("heaven", "create", "bad", "--fork", "team-a@x")
 	require.Error(t, err)
 	require.Contains(t, out, "the revision after @ must be a positive number")
+}
+
+// TestEveryHeavenHasAHeavenObject: heavens created on first use, and
+// branches found in the repository at start, are listed by kubectl get
+// heavens.
+func TestEveryHeavenHasAHeavenObject(t *testing.T) {
+	dataDir := t.TempDir()
+	ts := startServer(t, dataDir, nil)
+	ts.kubectl("team-a", "", "create", "configmap", "x")
+	eventually(t, time.Minute, "team-a listed", func() (bool, error) {
+		out, err := ts.kubectlErr("root", "", "get", "heavens", "-o", "name")
+		return strings.Contains(out, "heaven.heaven.dev/team-a"), err
+	})
+	ts.stop()
+	// A branch made with git while the server is down.
+	head := strings.TrimSpace(ts.git("rev-parse", "refs/heads/team-a"))
+	ts.git("update-ref", "refs/heads/pushed", head)
+	ts = startServer(t, dataDir, nil)
+	eventually(t, time.Minute, "the pushed branch listed and ready", func() (bool, error) {
+		out, err := ts.kubectlErr("root", "", "get", "heaven", "pushed", "-o", "jsonpath={.status.phase}")
+		return out == "Ready", err
+	})
+	require.Contains(t, ts.kubectl("pushed", "", "get", "configmap", "x", "-o", "name"), "configmap/x")
 }
