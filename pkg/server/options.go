@@ -39,6 +39,9 @@ type Options struct {
 
 	ClusterController bool
 	SyncerImage       string
+	// DeploymentSplitter splits Deployments labelled heaven.dev/split
+	// over the SyncTargets of their heaven.
+	DeploymentSplitter bool
 
 	// PreReceiveHook installs the pre-receive hook that refuses pushed
 	// files the server would not serve.
@@ -63,6 +66,7 @@ func NewOptions() *Options {
 		MergeController:    true,
 		RemoteController:   true,
 		ClusterController:  true,
+		DeploymentSplitter: true,
 		SyncerImage:        install.DefaultImage,
 		PreReceiveHook:     true,
 	}
@@ -99,6 +103,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Run the controller of SyncTarget objects (heaven.dev) in the root heaven: it installs each target's syncer in its physical cluster (with the kubeconfig of spec.kubeconfigSecretRef and a credential for the target's heaven only), marks targets Ready while their syncer heartbeats, and uninstalls the syncer when the SyncTarget is deleted.")
 	fs.BoolVar(&o.PreReceiveHook, "pre-receive-hook", o.PreReceiveHook,
 		"Install a pre-receive hook in <data-dir>/heavens.git that refuses a git push of files the server would not serve (bad JSON or YAML, a file at a path of no object, an object that does not belong at its path), naming each file. Files committed without hooks (git update-ref) are still read safely: a file that can't be served keeps its object's last good version.")
+	fs.BoolVar(&o.DeploymentSplitter, "deployment-splitter", o.DeploymentSplitter,
+		"Split every Deployment labelled heaven.dev/split into one Deployment per SyncTarget of its heaven (or per target named in its heaven.dev/split-targets annotation), each labelled for its target with a share of the replicas, and sum their status into it. Runs in heavens that SyncTargets point at.")
 	fs.StringVar(&o.SyncerImage, "syncer-image", o.SyncerImage,
 		"Container image of the syncer that the cluster controller installs (make image builds "+install.DefaultImage+").")
 }

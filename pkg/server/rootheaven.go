@@ -46,6 +46,7 @@ func (s *Server) startRoot(ctx context.Context) (*heavenctrl.Controller, error) 
 	go s.startMergeController(ctx, cfg) // not in the way of serving heavens
 	go s.startRemoteController(ctx, cfg)
 	go s.startClusterController(ctx, cfg)
+	go s.startSplitters(ctx, cfg)
 	return ctrl, nil
 }
 
