@@ -42,6 +42,20 @@ func ValidateHeavenName(name string) error {
 	return nil
 }
 
+// AdministratorsGroup is, besides system:masters, the group of server
+// administrators: allowed everything in every heaven.
+const AdministratorsGroup = "heaven:admins"
+
+// isAdministrator says whether u is a server administrator.
+func isAdministrator(u user.Info) bool {
+	for _, g := range u.GetGroups() {
+		if g == user.SystemPrivilegedGroup || g == AdministratorsGroup {
+			return true
+		}
+	}
+	return false
+}
+
 // loopbackUser is who a heaven's own controllers act as.
 var loopbackUser = &user.DefaultInfo{Name: user.APIServerUser, Groups: []string{user.SystemPrivilegedGroup, user.AllAuthenticated}}
 
@@ -127,6 +141,11 @@ func (f *front) serveHeaven(w http.ResponseWriter, r *http.Request, name, path s
 		switch {
 		case errors.Is(err, errUnknownHeaven):
 			writeStatus(w, r, apierrors.NewNotFound(schema.GroupResource{Group: "heaven.dev", Resource: "heavens"}, name))
+		case errors.Is(err, errCreateForbidden):
+			u, _ := request.UserFrom(r.Context())
+			writeStatus(w, r, apierrors.NewForbidden(schema.GroupResource{Group: "heaven.dev", Resource: "heavens"}, name,
+				fmt.Errorf("heaven %s does not exist, and %s: user %q may create it as a Heaven object in %s if %s's RBAC allows (kubectl heaven create %s)",
+					name, errCreateForbidden, u.GetName(), RootHeaven, RootHeaven, name)))
 		case r.Context().Err() != nil:
 			// The client went away while the heaven started.
 		default:

@@ -12,6 +12,10 @@ import (
 	"github.com/heaven-dev/heaven/pkg/heavenapi"
 )
 
+// errCreateForbidden is returned to a user who names a heaven that does not
+// exist and may not create it on first use.
+var errCreateForbidden = errors.New("only administrators create heavens on first use")
+
 // errUnknownHeaven is returned for a heaven that is neither running nor
 // allowed to start (see heavens.allowed).
 var errUnknownHeaven = errors.New("heaven not found")
@@ -150,7 +154,7 @@ func (hs *heavens) entry(ctx context.Context, name string, count bool) (*heaven,
 
 		allowed, err := hs.allowed(ctx, name)
 		if err != nil {
-			return nil, err
+			return nil, err // errCreateForbidden among others
 		}
 		if !allowed {
 			return nil, errUnknownHeaven

@@ -20,6 +20,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	x509request "k8s.io/apiserver/pkg/authentication/request/x509"
+	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -244,12 +245,12 @@ func (s *Server) close(ctx context.Context) {
 
 // allowed says whether heaven name may start: root always; others if
 // heavens are created on first use or a Heaven object names them.
+//
+// A heaven without a Heaven object is created on first use only for server
+// administrators (and heaven-server itself); anybody else gets
+// errCreateForbidden and nothing is created.
 func (s *Server) allowed(ctx context.Context, name string) (bool, error) {
 	if name == RootHeaven {
-		return true, nil
-	}
-	if s.cfg.AutoCreateHeavens {
-		go s.adopt(name)
 		return true, nil
 	}
 	// Which heavens exist is known once root runs: a request that comes
@@ -259,7 +260,25 @@ func (s *Server) allowed(ctx context.Context, name string) (bool, error) {
 	case <-ctx.Done():
 		return false, errors.New("heaven-server is starting")
 	}
-	return s.heavenCtrl.Load().Exists(ctx, name)
+	exists, err := s.heavenCtrl.Load().Exists(ctx, name)
+	switch {
+	case err != nil || exists:
+		return exists, err
+	case !s.cfg.AutoCreateHeavens:
+		return false, nil
+	case !mayCreateOnFirstUse(ctx):
+		return false, errCreateForbidden
+	}
+	go s.adopt(name)
+	return true, nil
+}
+
+// mayCreateOnFirstUse says whether the request's user may create a heaven
+// by naming it: server administrators, and heaven-server's own requests
+// (which carry no user).
+func mayCreateOnFirstUse(ctx context.Context) bool {
+	u, ok := request.UserFrom(ctx)
+	return !ok || isAdministrator(u)
 }
 
 // newHeaven builds the API server of heaven name.

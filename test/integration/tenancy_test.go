@@ -1,0 +1,39 @@
+package integration
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/heaven-dev/heaven/pkg/server"
+)
+
+// TestOnlyAdministratorsCreateHeavensOnFirstUse: naming a heaven that does
+// not exist creates it for server administrators only; anybody else gets
+// 403 and no branch.
+func TestOnlyAdministratorsCreateHeavensOnFirstUse(t *testing.T) {
+	ts := startServer(t, "", nil)
+	ctx := t.Context()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x"}}
+
+	alice := kubernetes.NewForConfigOrDie(ts.scopedConfig("new-by-alice", "alice", "dev"))
+	_, err := alice.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{})
+	require.True(t, apierrors.IsForbidden(err), "want 403, got %v", err)
+	require.Contains(t, err.Error(), "only administrators create heavens on first use")
+	require.NotContains(t, ts.git("branch", "--list"), "new-by-alice", "no branch")
+
+	admin := kubernetes.NewForConfigOrDie(ts.scopedConfig("new-by-admin", "bob", server.AdministratorsGroup))
+	_, err = admin.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{})
+	require.NoError(t, err, "a member of %s creates it", server.AdministratorsGroup)
+
+	// Once it exists, others reach it (what they may do there is its RBAC's).
+	_, err = kubernetes.NewForConfigOrDie(ts.scopedConfig("new-by-admin", "alice", "dev")).CoreV1().
+		ConfigMaps("default").Get(ctx, "x", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.True(t, strings.Contains(ts.git("branch", "--list"), "new-by-admin"))
+}
