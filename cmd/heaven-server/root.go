@@ -73,6 +73,7 @@ prints what installs a syncer in a physical cluster.`,
 	cmd.AddCommand(NewStoreCommand())
 	cmd.AddCommand(NewSyncerManifestsCommand())
 	cmd.AddCommand(NewHookCommand())
+	cmd.AddCommand(NewKubeconfigCommand())
 	return cmd
 }
 
