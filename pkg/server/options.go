@@ -28,6 +28,10 @@ type Options struct {
 	EtcdServers        []string
 	EphemeralResources []string
 
+	// AuthenticationConfig is kube-apiserver's structured authentication
+	// configuration file: JWT (OIDC) issuers whose tokens authenticate.
+	AuthenticationConfig string
+
 	AutoCreateHeavens  bool
 	IdleTimeout        time.Duration
 	CompactionInterval time.Duration
@@ -87,6 +91,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"etcd v3 endpoints (http://host:port) for ephemeral resources. Empty: an etcd embedded in this process, with its data in <data-dir>/etcd.")
 	fs.StringSliceVar(&o.EphemeralResources, "ephemeral-resources", o.EphemeralResources,
 		"Resources (resource.group; core resources without a group) stored in etcd under a per-heaven prefix and never committed to git.")
+	fs.StringVar(&o.AuthenticationConfig, "authentication-config", o.AuthenticationConfig,
+		"File with an AuthenticationConfiguration (apiserver.config.k8s.io/v1, as kube-apiserver's --authentication-config takes it): the JWT (OIDC) issuers whose bearer tokens authenticate users, with their claim mappings. Client certificates of the heaven CA always authenticate.")
 	fs.BoolVar(&o.AutoCreateHeavens, "auto-create-heavens", o.AutoCreateHeavens,
 		"Start a heaven on the first request to /clusters/<name> even if no Heaven object names it. When false, only 'root' and heavens with a Heaven object in 'root' are served.")
 	fs.DurationVar(&o.IdleTimeout, "idle-timeout", o.IdleTimeout,

@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	x509request "k8s.io/apiserver/pkg/authentication/request/x509"
 	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -83,6 +82,10 @@ type Server struct {
 	rootReady  chan struct{} // closed once heavenCtrl is set
 	mergeCtrl  atomic.Pointer[mergectrl.Controller]
 
+	// stopLifecycle ends what runs for the server's lifetime in the
+	// background (JWT key set refreshes).
+	stopLifecycle context.CancelFunc
+
 	loopbackOnce   sync.Once
 	loopbackClient *http.Client
 	loopbackErr    error
@@ -144,9 +147,15 @@ func (c CompletedConfig) New() (_ *Server, err error) {
 	s.heavens = newHeavens(s.newHeaven, c.IdleTimeout, s.metrics)
 	s.heavens.onStop = s.heavenStopped
 	s.heavens.allowed = s.allowed
+	var lifecycle context.Context
+	lifecycle, s.stopLifecycle = context.WithCancel(context.Background())
+	authn, err := newAuthenticator(lifecycle, s.pki, c.AuthenticationConfig)
+	if err != nil {
+		return nil, err
+	}
 	s.front = &front{
 		heavens: s.heavens,
-		authn:   x509request.New(verifyOptions(s.pki), unlessRevoked(s.pki.Revocations, x509request.CommonNameUserConversion)),
+		authn:   authn,
 		root:    s.rootHandler(),
 		public:  map[string]bool{"/healthz": true, "/livez": true, "/readyz": true, "/version": true},
 		metrics: s.metrics,
@@ -230,6 +239,9 @@ func (s *Server) serve(ctx context.Context, errs <-chan error, wg *sync.WaitGrou
 }
 
 func (s *Server) close(ctx context.Context) {
+	if s.stopLifecycle != nil {
+		s.stopLifecycle()
+	}
 	if s.listener != nil {
 		_ = s.listener.Close()
 	}
