@@ -78,6 +78,8 @@ type front struct {
 	// system:public-info-viewer role allows.
 	public  map[string]bool
 	metrics *metrics
+	// fair shares request slots among heavens (nil: no limits).
+	fair *fairQueue
 }
 
 func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -168,6 +170,18 @@ func (f *front) serveHeaven(w http.ResponseWriter, r *http.Request, name, path s
 	verb := r.Method
 	if r.URL.Query().Get("watch") == "true" || r.URL.Query().Get("watch") == "1" {
 		verb = "WATCH"
+	}
+	if f.fair != nil && verb != "WATCH" {
+		done, err := f.fair.acquire(r.Context(), name)
+		if errors.Is(err, errTooManyRequests) {
+			w.Header().Set("Retry-After", "1")
+			writeStatus(w, r, apierrors.NewTooManyRequests(fmt.Sprintf("heaven %s has too many requests waiting: retry later", name), 1))
+			return
+		}
+		if err != nil {
+			return // the client went away
+		}
+		defer done()
 	}
 	rw := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
 	srv.Handler().ServeHTTP(responsewriter.WrapForHTTP1Or2(rw), r2)

@@ -20,6 +20,8 @@ type metrics struct {
 	gitCommitWrites *compmetrics.Counter
 	gitCommitTime   *compmetrics.Histogram
 	unservedFiles   *compmetrics.GaugeVec
+	requestsWaited  *compmetrics.CounterVec
+	requestsRefused *compmetrics.CounterVec
 }
 
 var (
@@ -79,9 +81,20 @@ func serverMetrics() *metrics {
 				Help:           "Files of a heaven's branch that are not served (committed from outside and not readable as objects), while the branch is open.",
 				StabilityLevel: compmetrics.ALPHA,
 			}, []string{"heaven"}),
+			requestsWaited: compmetrics.NewCounterVec(&compmetrics.CounterOpts{
+				Namespace: "heaven", Name: "requests_waited_total",
+				Help:           "Requests that waited for a request slot (--max-requests-inflight*), by heaven.",
+				StabilityLevel: compmetrics.ALPHA,
+			}, []string{"heaven"}),
+			requestsRefused: compmetrics.NewCounterVec(&compmetrics.CounterOpts{
+				Namespace: "heaven", Name: "requests_refused_total",
+				Help:           "Requests refused with 429 because too many of their heaven waited, by heaven.",
+				StabilityLevel: compmetrics.ALPHA,
+			}, []string{"heaven"}),
 		}
 		legacyregistry.MustRegister(m.requests, m.requestLatency, m.activeHeavens, m.heavenStarts,
-			m.startLatency, m.gitCommits, m.gitCommitWrites, m.gitCommitTime, m.unservedFiles)
+			m.startLatency, m.gitCommits, m.gitCommitWrites, m.gitCommitTime, m.unservedFiles,
+			m.requestsWaited, m.requestsRefused)
 		theMetrics = m
 	})
 	return theMetrics

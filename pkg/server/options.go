@@ -32,6 +32,11 @@ type Options struct {
 	// configuration file: JWT (OIDC) issuers whose tokens authenticate.
 	AuthenticationConfig string
 
+	// Fair sharing of request slots among heavens (fairqueue.go).
+	MaxRequestsInflight          int
+	MaxRequestsInflightPerHeaven int
+	MaxRequestsQueuedPerHeaven   int
+
 	AutoCreateHeavens  bool
 	IdleTimeout        time.Duration
 	CompactionInterval time.Duration
@@ -58,21 +63,22 @@ type Options struct {
 // NewOptions returns the defaults: everything embedded, data in ./.heaven.
 func NewOptions() *Options {
 	return &Options{
-		DataDir:            "./.heaven",
-		BindAddress:        "127.0.0.1",
-		SecurePort:         6443,
-		Storage:            StorageGit,
-		EphemeralResources: []string{"events", "events.events.k8s.io", "leases.coordination.k8s.io"},
-		AutoCreateHeavens:  true,
-		IdleTimeout:        5 * time.Minute,
-		CompactionInterval: 5 * time.Minute,
-		ShutdownTimeout:    30 * time.Second,
-		MergeController:    true,
-		RemoteController:   true,
-		ClusterController:  true,
-		DeploymentSplitter: true,
-		SyncerImage:        install.DefaultImage,
-		PreReceiveHook:     true,
+		DataDir:                    "./.heaven",
+		BindAddress:                "127.0.0.1",
+		SecurePort:                 6443,
+		Storage:                    StorageGit,
+		EphemeralResources:         []string{"events", "events.events.k8s.io", "leases.coordination.k8s.io"},
+		AutoCreateHeavens:          true,
+		IdleTimeout:                5 * time.Minute,
+		CompactionInterval:         5 * time.Minute,
+		ShutdownTimeout:            30 * time.Second,
+		MergeController:            true,
+		RemoteController:           true,
+		ClusterController:          true,
+		DeploymentSplitter:         true,
+		SyncerImage:                install.DefaultImage,
+		PreReceiveHook:             true,
+		MaxRequestsQueuedPerHeaven: 200,
 	}
 }
 
@@ -93,6 +99,12 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Resources (resource.group; core resources without a group) stored in etcd under a per-heaven prefix and never committed to git.")
 	fs.StringVar(&o.AuthenticationConfig, "authentication-config", o.AuthenticationConfig,
 		"File with an AuthenticationConfiguration (apiserver.config.k8s.io/v1, as kube-apiserver's --authentication-config takes it): the JWT (OIDC) issuers whose bearer tokens authenticate users, with their claim mappings. Client certificates of the heaven CA always authenticate.")
+	fs.IntVar(&o.MaxRequestsInflight, "max-requests-inflight", o.MaxRequestsInflight,
+		"Requests (other than watches) served at once over all heavens; a freed slot goes to the heavens with waiting requests in turn, so that heavens under load can't starve the others. 0: 8 per CPU.")
+	fs.IntVar(&o.MaxRequestsInflightPerHeaven, "max-requests-inflight-per-heaven", o.MaxRequestsInflightPerHeaven,
+		"Requests of one heaven served at once. 0: --max-requests-inflight.")
+	fs.IntVar(&o.MaxRequestsQueuedPerHeaven, "max-requests-queued-per-heaven", o.MaxRequestsQueuedPerHeaven,
+		"Requests of one heaven waiting for a slot; more get 429 Too Many Requests with Retry-After.")
 	fs.BoolVar(&o.AutoCreateHeavens, "auto-create-heavens", o.AutoCreateHeavens,
 		"Start a heaven on the first request to /clusters/<name> even if no Heaven object names it. When false, only 'root' and heavens with a Heaven object in 'root' are served.")
 	fs.DurationVar(&o.IdleTimeout, "idle-timeout", o.IdleTimeout,
@@ -129,6 +141,9 @@ func (o *Options) Validate() []error {
 	}
 	if o.Storage != StorageGit && o.Storage != StorageEtcd {
 		errs = append(errs, fmt.Errorf("--storage %q: want %q or %q", o.Storage, StorageGit, StorageEtcd))
+	}
+	if o.MaxRequestsInflight < 0 || o.MaxRequestsInflightPerHeaven < 0 || o.MaxRequestsQueuedPerHeaven < 0 {
+		errs = append(errs, fmt.Errorf("--max-requests-inflight, --max-requests-inflight-per-heaven and --max-requests-queued-per-heaven must not be negative"))
 	}
 	if o.IdleTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--idle-timeout must be positive"))

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -153,7 +154,19 @@ func (c CompletedConfig) New() (_ *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
+	slots := c.MaxRequestsInflight
+	if slots == 0 {
+		slots = 8 * runtime.GOMAXPROCS(0)
+	}
+	perHeaven := c.MaxRequestsInflightPerHeaven
+	if perHeaven == 0 || perHeaven > slots {
+		perHeaven = slots
+	}
+	fair := newFairQueue(slots, perHeaven, c.MaxRequestsQueuedPerHeaven)
+	fair.waited = func(h string) { s.metrics.requestsWaited.WithLabelValues(h).Inc() }
+	fair.rejected = func(h string) { s.metrics.requestsRefused.WithLabelValues(h).Inc() }
 	s.front = &front{
+		fair:    fair,
 		heavens: s.heavens,
 		authn:   authn,
 		root:    s.rootHandler(),
