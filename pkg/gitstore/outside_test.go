@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/stretchr/testify/require"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"sigs.k8s.io/yaml"
@@ -436,4 +437,40 @@ func TestLongNamesCanBeCheckedOut(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join(wd, "core/configmaps/default", name[:240]+"%~", name[240:]+".json"))
 	require.NoError(t, err)
 	require.Contains(t, string(data), name)
+}
+
+func TestLog(t *testing.T) {
+	_, b, dir := openTestBranch(t)
+	put(t, b, "/core/cm/default/a", `{"name":"a"}`)
+	put(t, b, "/core/secrets/default/s", `{"name":"s"}`)
+	put(t, b, "/core/cm/default/a", `{"name":"a","v":2}`)
+	del(t, b, "/core/cm/default/a")
+	waitGitRef(t, dir, "team-a", b.Head())
+	wd := clone(t, dir, "team-a")
+	push(t, wd, map[string]string{"core/cm/default/p.json": `{"name":"p"}`})
+	waitFor(t, "the push", func() bool { return get(t, b, "/core/cm/default/p", 0) != nil })
+
+	entries, next, err := b.Log(plumbing.ZeroHash, 0, "")
+	require.NoError(t, err)
+	require.True(t, next.IsZero())
+	require.Len(t, entries, 5)
+	require.Equal(t, b.Revision(), entries[0].Revision)
+	require.Equal(t, "by hand\n", entries[0].Message)
+	require.Equal(t, []KeyChange{{Key: "/core/cm/default/p", Path: "core/cm/default/p.json"}}, entries[0].Changes)
+	require.Equal(t, []KeyChange{{Key: "/core/cm/default/a", Path: "core/cm/default/a.json", Deleted: true}}, entries[1].Changes)
+	for i := 1; i < len(entries); i++ {
+		require.Less(t, entries[i].Revision, entries[i-1].Revision, "newest first, revisions descending")
+	}
+
+	// Paged, and filtered by key prefix.
+	page, next, err := b.Log(plumbing.ZeroHash, 2, "")
+	require.NoError(t, err)
+	require.Len(t, page, 2)
+	rest, _, err := b.Log(next, 0, "")
+	require.NoError(t, err)
+	require.Equal(t, entries[2:], rest)
+	secrets, _, err := b.Log(plumbing.ZeroHash, 0, "/core/secrets/")
+	require.NoError(t, err)
+	require.Len(t, secrets, 1)
+	require.Equal(t, "/core/secrets/default/s", secrets[0].Changes[0].Key)
 }
