@@ -35,6 +35,7 @@ type Server struct {
 
 	cancel   context.CancelFunc
 	startErr atomic.Pointer[error] // why it gave up starting, if it did
+	failed   chan struct{}         // closed when it gives up starting
 	done     chan struct{}         // closed when the server has shut down
 	ready    chan struct{}         // closed when it serves every request
 	err      error                 // of the run loop, valid after done
@@ -105,6 +106,7 @@ func New(c Config) (*Server, error) {
 		kube:    kube,
 		done:    make(chan struct{}),
 		ready:   make(chan struct{}),
+		failed:  make(chan struct{}),
 	}
 	srv.run = func(ctx context.Context) error { return prepared.RunWithContext(ctx) }
 	srv.signals = s.MuxAndDiscoveryCompleteSignals
@@ -117,6 +119,10 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // Ready is closed once the heaven serves every request: its CRDs are
 // installed and its initial namespaces exist.
 func (s *Server) Ready() <-chan struct{} { return s.ready }
+
+// Failed is closed when the server gives up starting (Err says why); it
+// then stops.
+func (s *Server) Failed() <-chan struct{} { return s.failed }
 
 // Done is closed when the server has stopped.
 func (s *Server) Done() <-chan struct{} { return s.done }
@@ -160,6 +166,7 @@ func (s *Server) becomeReady(ctx context.Context) {
 			if ctx.Err() == nil {
 				logger.Error(err, "Heaven could not start")
 				s.startErr.Store(&err)
+				close(s.failed)
 				s.waitStartHooks(ctx)
 				s.cancel()
 			}

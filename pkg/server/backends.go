@@ -15,21 +15,16 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/test/bufconn"
 	"k8s.io/klog/v2"
 
 	"github.com/heaven-dev/heaven/pkg/gitstore"
-	"github.com/heaven-dev/heaven/pkg/gitstore/etcdv3"
 )
 
-// gitBackend is the git store and its etcd v3 facade, served in process
-// (an in-memory connection: no socket to secure, no TCP to pay for).
+// gitBackend is the git store. Each heaven reaches its branch through a
+// client of its own with no network step (storage.NewBranchClient); the
+// merge, remote and compaction code calls the store directly.
 type gitBackend struct {
-	repo   *gitstore.Repository
-	facade *etcdv3.Server
-	lis    *bufconn.Listener
-	client *clientv3k.Client
-	served chan error
+	repo *gitstore.Repository
 }
 
 // startGitBackend opens the repository; opts carries what heaven-server
@@ -45,29 +40,10 @@ func startGitBackend(dir string, m *metrics, opts gitstore.Options) (*gitBackend
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", dir, err)
 	}
-	facade, err := etcdv3.NewServer(repo, etcdv3.Config{RepositoryPath: dir})
-	if err != nil {
-		_ = repo.Close()
-		return nil, err
-	}
-	b := &gitBackend{repo: repo, facade: facade, lis: bufconn.Listen(1 << 20), served: make(chan error, 1)}
-	go func() { b.served <- facade.Serve(b.lis) }()
-	b.client, err = newEtcdClient([]string{"heaven-store:0"},
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return b.lis.DialContext(ctx) }))
-	if err != nil {
-		b.close(context.Background())
-		return nil, fmt.Errorf("connecting to the git store: %w", err)
-	}
-	return b, nil
+	return &gitBackend{repo: repo}, nil
 }
 
-func (b *gitBackend) close(ctx context.Context) {
-	if b.client != nil {
-		_ = b.client.Close()
-	}
-	if err := b.facade.Shutdown(ctx); err != nil {
-		klog.ErrorS(err, "Stopping the git store's etcd API")
-	}
+func (b *gitBackend) close(context.Context) {
 	if err := b.repo.Close(); err != nil {
 		klog.ErrorS(err, "Closing the git repository")
 	}
@@ -106,9 +82,8 @@ func (b *etcdBackend) close() {
 	}
 }
 
-// probeKey is read to check that a store answers; in the git store's prefix
-// mode it belongs to the root heaven's branch (and never exists).
-const probeKey = "/root/heaven-probe"
+// probeKey is read to check that etcd answers (it never exists).
+const probeKey = "/heaven-probe"
 
 func newEtcdClient(endpoints []string, dial ...grpc.DialOption) (*clientv3k.Client, error) {
 	c, err := clientv3k.New(clientv3.Config{

@@ -97,11 +97,11 @@ func (hs *heavens) acquire(ctx context.Context, name string, count, waitReady bo
 	if waitReady {
 		select {
 		case <-h.server.Ready():
+		case <-h.server.Failed():
+			release()
+			return nil, nil, fmt.Errorf("heaven %s could not start: %w", name, h.server.Err())
 		case <-h.server.Done():
 			release()
-			if err := h.server.Err(); err != nil {
-				return nil, nil, fmt.Errorf("heaven %s could not start: %w", name, err)
-			}
 			return nil, nil, fmt.Errorf("heaven %s stopped while starting", name)
 		case <-ctx.Done():
 			release()
@@ -200,9 +200,9 @@ func (hs *heavens) start(h *heaven) {
 		case <-srv.Ready():
 			hs.metrics.startLatency.Observe(time.Since(began).Seconds())
 			klog.V(2).InfoS("Heaven ready", "heaven", h.name, "duration", time.Since(began))
-		case <-srv.Done():
-			// It gave up starting (or was stopped before it was ready):
-			// the next request starts it afresh.
+		case <-srv.Failed():
+			// It gave up starting: the next request starts it afresh,
+			// while this one stops.
 			hs.mu.Lock()
 			gone := hs.running[h.name] == h && !h.stopping
 			if gone {
@@ -211,8 +211,10 @@ func (hs *heavens) start(h *heaven) {
 			hs.mu.Unlock()
 			if gone {
 				hs.metrics.activeHeavens.Dec()
-				hs.onStop(h.name)
+				<-srv.Done()
+				hs.released(h.name)
 			}
+		case <-srv.Done():
 		}
 	}()
 }
@@ -271,13 +273,24 @@ func (hs *heavens) stop(ctx context.Context, h *heaven) {
 	if err := h.server.Stop(ctx); err != nil {
 		klog.ErrorS(err, "Stopping heaven", "heaven", h.name)
 	}
-	hs.onStop(h.name)
 	hs.mu.Lock()
 	if hs.running[h.name] == h {
 		delete(hs.running, h.name)
 	}
 	hs.mu.Unlock()
+	hs.released(h.name)
 	hs.metrics.activeHeavens.Dec()
+}
+
+// released runs onStop for a heaven whose server stopped, unless another
+// of its servers started meanwhile: that one uses the heaven's branch.
+// The check and onStop happen under mu, so no server starts in between.
+func (hs *heavens) released(name string) {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	if _, again := hs.running[name]; !again {
+		hs.onStop(name)
+	}
 }
 
 // runEvictor checks for idle heavens until ctx ends.

@@ -82,7 +82,7 @@ func (s *Server) healthy(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if s.git != nil {
-		if _, err := s.git.client.KV.Get(ctx, probeKey); err != nil {
+		if _, _, err := s.git.repo.Head(RootHeaven); err != nil {
 			return fmt.Errorf("git store: %w", err)
 		}
 	}

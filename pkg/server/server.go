@@ -78,7 +78,6 @@ type Server struct {
 	outside     *outsideFiles      // the files of open branches that are not served
 
 	ephemeral  map[schema.GroupResource]bool
-	clients    storage.Clients
 	heavenCtrl atomic.Pointer[heavenctrl.Controller]
 	rootReady  chan struct{} // closed once heavenCtrl is set
 	mergeCtrl  atomic.Pointer[mergectrl.Controller]
@@ -118,7 +117,6 @@ func (c CompletedConfig) New() (_ *Server, err error) {
 	if s.etcd, err = startEtcdBackend(filepath.Join(c.DataDir, "etcd"), c.EtcdServers); err != nil {
 		return nil, err
 	}
-	s.clients = storage.Clients{Ephemeral: s.etcd.client, Git: s.etcd.client, GitPrefix: "/primary"}
 	if c.Storage == StorageGit {
 		s.objectFiles, s.outside = ObjectFiles(), newOutsideFiles(s.metrics)
 		s.outside.event = s.emitProblemEvent
@@ -133,7 +131,6 @@ func (c CompletedConfig) New() (_ *Server, err error) {
 		}); err != nil {
 			return nil, err
 		}
-		s.clients.Git, s.clients.GitPrefix = s.git.client, ""
 		// It holds Secrets: readable by this user only, like pki/.
 		if err := os.Chmod(repoDir, 0o700); err != nil {
 			return nil, err
@@ -309,9 +306,13 @@ func mayCreateOnFirstUse(ctx context.Context) bool {
 // newHeaven builds the API server of heaven name.
 func (s *Server) newHeaven(name string) (*heavenapi.Server, error) {
 	_, port, _ := net.SplitHostPort(s.listener.Addr().String())
+	clients, err := s.heavenClients(name)
+	if err != nil {
+		return nil, err
+	}
 	return heavenapi.New(heavenapi.Config{
 		Name:            name,
-		Clients:         s.clients,
+		Clients:         clients,
 		Ephemeral:       func(gr schema.GroupResource) bool { return s.ephemeral[gr] },
 		Loopback:        s.loopbackConfig(name),
 		ExternalAddress: net.JoinHostPort(s.cfg.externalHost(), port),
@@ -375,6 +376,19 @@ func (s *Server) installPreReceiveHook(repoDir string) {
 	if err := githook.Install(repoDir, exe); err != nil {
 		klog.ErrorS(err, "Pushed files are not checked before they are accepted")
 	}
+}
+
+// heavenClients are heaven name's storage clients: a client of its git
+// branch, or, with etcd storage, the shared etcd under a prefix of its own.
+func (s *Server) heavenClients(name string) (storage.Clients, error) {
+	if s.git == nil {
+		return storage.Clients{Git: s.etcd.client, GitPrefix: "/primary/" + name, Ephemeral: s.etcd.client}, nil
+	}
+	b, err := s.git.repo.Branch(context.Background(), name)
+	if err != nil {
+		return storage.Clients{}, fmt.Errorf("opening the branch of heaven %s: %w", name, err)
+	}
+	return storage.Clients{Git: storage.NewBranchClient(b, s.git.repo), Ephemeral: s.etcd.client}, nil
 }
 
 // heavenStopped releases what a stopped heaven held in the stores.

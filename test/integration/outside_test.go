@@ -179,14 +179,18 @@ func TestPushedFiles(t *testing.T) {
 	go func() {
 		for ev := range watcher.ResultChan() {
 			if ev.Type == watch.Error {
-				watchEnded.Store(true)
+				t.Logf("the watch ended with %v", ev.Object)
+				watchEnded.Store(ctx.Err() == nil)
 				return
 			}
 			if cm, ok := ev.Object.(*corev1.ConfigMap); ok {
 				seen <- cm.Name
 			}
 		}
-		watchEnded.Store(true)
+		if ctx.Err() == nil { // the end of the test closes it
+			t.Log("the watch's channel closed")
+			watchEnded.Store(true)
+		}
 	}()
 	writes, failures := runWriters(ctx, t, kube, 2)
 

@@ -1,11 +1,12 @@
 // Package storage gives a heaven's API server its storage: every resource of
-// every heaven goes through k8s.io/apiserver's etcd3 store, unchanged, over
-// one of two shared etcd v3 clients — the git store's facade (prefix mode, a
-// heaven's keys under "/<heaven>/", so its objects land on branch <heaven>)
-// or the etcd that holds ephemeral resources (under "/ephemeral/<heaven>/").
+// a heaven goes through k8s.io/apiserver's etcd3 store, unchanged, over one
+// of two etcd v3 clients — a client bound to the heaven's git branch that
+// calls the store directly (NewBranchClient: no network, no key prefix), or
+// the etcd that holds ephemeral resources, shared by every heaven (under
+// "/ephemeral/<heaven>/").
 //
-// The stores of all heavens share these two clients: the storage factory of
-// k8s.io/apiserver would dial one connection per resource and heaven.
+// The storage factory of k8s.io/apiserver would dial one connection per
+// resource and heaven; the stores of a heaven share its clients.
 package storage
 
 import (
@@ -27,14 +28,16 @@ import (
 // EphemeralPrefix is the key prefix of all heavens in the ephemeral etcd.
 const EphemeralPrefix = "/ephemeral"
 
-// Clients are the two etcd v3 clients every heaven's stores share.
+// Clients are the two etcd v3 clients of a heaven's stores.
 type Clients struct {
-	// Git reaches the git store's etcd v3 facade in prefix mode.
+	// Git reaches the heaven's objects: a client bound to its git branch
+	// (NewBranchClient), or an etcd shared by every heaven.
 	Git *clientv3k.Client
-	// GitPrefix goes before "/<heaven>" on Git: empty for the git store
-	// (the heaven names the branch), "/primary" when Git is an etcd.
+	// GitPrefix goes before every key on Git: empty for the heaven's
+	// branch, "/primary/<heaven>" on a shared etcd.
 	GitPrefix string
-	// Ephemeral reaches the etcd that holds ephemeral resources.
+	// Ephemeral reaches the etcd of ephemeral resources, shared by every
+	// heaven (under "/ephemeral/<heaven>").
 	Ephemeral *clientv3k.Client
 }
 
@@ -60,7 +63,7 @@ func (g *Getter) GetRESTOptions(gr schema.GroupResource, _ runtime.Object) (gene
 	if err != nil {
 		return generic.RESTOptions{}, fmt.Errorf("storage codec of %s: %w", gr, err)
 	}
-	client, prefix := g.Clients.Git, g.Clients.GitPrefix+"/"+g.Heaven
+	client, prefix := g.Clients.Git, g.Clients.GitPrefix
 	if g.Ephemeral != nil && g.Ephemeral(gr) {
 		client, prefix = g.Clients.Ephemeral, path.Join(EphemeralPrefix, g.Heaven)
 	}

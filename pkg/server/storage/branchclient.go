@@ -1,0 +1,360 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	clientv3k "go.etcd.io/etcd/client/v3/kubernetes"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/heaven-dev/heaven/pkg/gitstore"
+)
+
+// NewBranchClient returns an etcd client of one git branch that calls the
+// store directly: no gRPC, no protobuf encoding, no key prefix to write and
+// parse back. It is what k8s.io/apiserver's etcd3 store uses of a client:
+// the Kubernetes interface (Get, List, Count, OptimisticPut,
+// OptimisticDelete), KV.Get, Watch and RequestProgress, and Lease.Grant.
+// Store errors are turned into what the API server expects (storeError).
+func NewBranchClient(branch *gitstore.Branch, repo *gitstore.Repository) *clientv3k.Client {
+	c := clientv3.NewCtxClient(context.Background())
+	bc := &branchClient{b: branch, repo: repo, watchers: map[*gitstore.Watcher]struct{}{}}
+	c.KV, c.Watcher, c.Lease = kvClient{bc}, bc, bc
+	return &clientv3k.Client{Client: c, Kubernetes: kubernetesClient{bc}}
+}
+
+// MaxRequestBytes is the largest write the branch client takes (key and
+// value), as etcd's --max-request-bytes: a larger one is answered with 413
+// and the limit.
+const MaxRequestBytes = 1536 * 1024
+
+type branchClient struct {
+	b    *gitstore.Branch
+	repo *gitstore.Repository
+
+	mu       sync.Mutex
+	watchers map[*gitstore.Watcher]struct{} // for RequestProgress
+}
+
+// kubernetesClient and kvClient are the branch client's two faces with a
+// Get method each.
+type (
+	kubernetesClient struct{ *branchClient }
+	kvClient         struct{ *branchClient }
+)
+
+var (
+	_ clientv3k.Interface = kubernetesClient{}
+	_ clientv3.KV         = kvClient{}
+	_ clientv3.Watcher    = (*branchClient)(nil)
+	_ clientv3.Lease      = (*branchClient)(nil)
+)
+
+// ---- the Kubernetes interface: what the API server's store calls most ----
+
+func (c kubernetesClient) Get(ctx context.Context, key string, opts clientv3k.GetOptions) (clientv3k.GetResponse, error) {
+	resp, err := c.b.Range(ctx, &pb.RangeRequest{Key: []byte(key), Revision: opts.Revision, Limit: 1})
+	if err != nil {
+		return clientv3k.GetResponse{}, storeError(err)
+	}
+	out := clientv3k.GetResponse{Revision: resp.Header.Revision}
+	if len(resp.Kvs) == 1 {
+		out.KV = resp.Kvs[0]
+	}
+	return out, nil
+}
+
+func (c kubernetesClient) List(ctx context.Context, prefix string, opts clientv3k.ListOptions) (clientv3k.ListResponse, error) {
+	start := prefix
+	if opts.Continue != "" {
+		start = opts.Continue
+	}
+	resp, err := c.b.Range(ctx, &pb.RangeRequest{Key: []byte(start), RangeEnd: []byte(clientv3.GetPrefixRangeEnd(prefix)),
+		Limit: opts.Limit, Revision: opts.Revision})
+	if err != nil {
+		return clientv3k.ListResponse{}, storeError(err)
+	}
+	return clientv3k.ListResponse{Kvs: resp.Kvs, Count: resp.Count, Revision: resp.Header.Revision}, nil
+}
+
+func (c kubernetesClient) Count(ctx context.Context, prefix string, _ clientv3k.CountOptions) (int64, error) {
+	resp, err := c.b.Range(ctx, &pb.RangeRequest{Key: []byte(prefix), RangeEnd: []byte(clientv3.GetPrefixRangeEnd(prefix)), CountOnly: true})
+	if err != nil {
+		return 0, storeError(err)
+	}
+	return resp.Count, nil
+}
+
+func (c kubernetesClient) OptimisticPut(ctx context.Context, key string, value []byte, expectedRevision int64, opts clientv3k.PutOptions) (clientv3k.PutResponse, error) {
+	if n := len(key) + len(value); n > MaxRequestBytes {
+		return clientv3k.PutResponse{}, tooLargeError{size: n}
+	}
+	put := &pb.RequestOp{Request: &pb.RequestOp_RequestPut{RequestPut: &pb.PutRequest{Key: []byte(key), Value: value, Lease: int64(opts.LeaseID)}}}
+	txn := modRevisionIs(key, expectedRevision, put, opts.GetOnFailure)
+	resp, err := c.b.Txn(ctx, txn)
+	if err != nil {
+		return clientv3k.PutResponse{}, storeError(err)
+	}
+	out := clientv3k.PutResponse{Succeeded: resp.Succeeded, Revision: resp.Header.Revision}
+	if opts.GetOnFailure && !resp.Succeeded {
+		out.KV = onlyKV(resp)
+	}
+	return out, nil
+}
+
+func (c kubernetesClient) OptimisticDelete(ctx context.Context, key string, expectedRevision int64, opts clientv3k.DeleteOptions) (clientv3k.DeleteResponse, error) {
+	del := &pb.RequestOp{Request: &pb.RequestOp_RequestDeleteRange{RequestDeleteRange: &pb.DeleteRangeRequest{Key: []byte(key)}}}
+	resp, err := c.b.Txn(ctx, modRevisionIs(key, expectedRevision, del, opts.GetOnFailure))
+	if err != nil {
+		return clientv3k.DeleteResponse{}, storeError(err)
+	}
+	out := clientv3k.DeleteResponse{Succeeded: resp.Succeeded, Revision: resp.Header.Revision}
+	if opts.GetOnFailure && !resp.Succeeded {
+		out.KV = onlyKV(resp)
+	}
+	return out, nil
+}
+
+// modRevisionIs is the API server's optimistic write: then if key's mod
+// revision is rev (0: absent), else (if asked) read it.
+func modRevisionIs(key string, rev int64, then *pb.RequestOp, getOnFailure bool) *pb.TxnRequest {
+	txn := &pb.TxnRequest{
+		Compare: []*pb.Compare{{Key: []byte(key), Target: pb.Compare_MOD, Result: pb.Compare_EQUAL,
+			TargetUnion: &pb.Compare_ModRevision{ModRevision: rev}}},
+		Success: []*pb.RequestOp{then},
+	}
+	if getOnFailure {
+		txn.Failure = []*pb.RequestOp{{Request: &pb.RequestOp_RequestRange{RequestRange: &pb.RangeRequest{Key: []byte(key)}}}}
+	}
+	return txn
+}
+
+func onlyKV(resp *pb.TxnResponse) *mvccpb.KeyValue {
+	if len(resp.Responses) == 0 {
+		return nil
+	}
+	if r := resp.Responses[0].GetResponseRange(); r != nil && len(r.Kvs) == 1 {
+		return r.Kvs[0]
+	}
+	return nil
+}
+
+// ---- clientv3.KV: reads with options; the API server writes through the
+// Kubernetes interface ----
+
+func (c kvClient) Get(ctx context.Context, key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
+	op := clientv3.OpGet(key, opts...)
+	if op.IsSortSet() {
+		return nil, unimplemented("sorted ranges")
+	}
+	resp, err := c.b.Range(ctx, &pb.RangeRequest{
+		Key: op.KeyBytes(), RangeEnd: op.RangeBytes(), Revision: op.Rev(), Limit: op.Limit(),
+		KeysOnly: op.IsKeysOnly(), CountOnly: op.IsCountOnly(),
+		MinModRevision: op.MinModRev(), MaxModRevision: op.MaxModRev(),
+		MinCreateRevision: op.MinCreateRev(), MaxCreateRevision: op.MaxCreateRev(),
+	})
+	if err != nil {
+		return nil, storeError(err)
+	}
+	return (*clientv3.GetResponse)(resp), nil
+}
+
+// GetStream is not offered: the API server then lists with List.
+func (c kvClient) GetStream(context.Context, string, ...clientv3.OpOption) (clientv3.GetStreamChan, error) {
+	return nil, unimplemented("RangeStream")
+}
+
+func (c kvClient) Put(context.Context, string, string, ...clientv3.OpOption) (*clientv3.PutResponse, error) {
+	return nil, unimplemented("Put: write through the Kubernetes interface")
+}
+
+func (c kvClient) Delete(context.Context, string, ...clientv3.OpOption) (*clientv3.DeleteResponse, error) {
+	return nil, unimplemented("Delete: write through the Kubernetes interface")
+}
+
+func (c kvClient) Compact(context.Context, int64, ...clientv3.CompactOption) (*clientv3.CompactResponse, error) {
+	return nil, unimplemented("Compact: heaven-server compacts branches itself")
+}
+
+func (c kvClient) Do(context.Context, clientv3.Op) (clientv3.OpResponse, error) {
+	return clientv3.OpResponse{}, unimplemented("Do")
+}
+
+func (c kvClient) Txn(context.Context) clientv3.Txn { return unimplementedTxn{} }
+
+// ---- clientv3.Watcher ----
+
+// progressNotifyInterval is etcd's: how often a watch that asked for
+// progress notifications gets one while idle.
+const progressNotifyInterval = 10 * time.Minute
+
+func (c *branchClient) Watch(ctx context.Context, key string, opts ...clientv3.OpOption) clientv3.WatchChan {
+	op := clientv3.OpGet(key, opts...)
+	out := make(chan clientv3.WatchResponse, 16)
+	w, err := c.b.Watch(ctx, gitstore.WatchRequest{Key: op.KeyBytes(), RangeEnd: op.RangeBytes(), StartRevision: op.Rev(),
+		PrevKV: op.IsPrevKV(), NoPut: op.IsFilterPut(), NoDelete: op.IsFilterDelete()})
+	if err != nil {
+		out <- clientv3.WatchResponse{Canceled: true, CancelReason: storeError(err).Error()}
+		close(out)
+		return out
+	}
+	c.mu.Lock()
+	c.watchers[w] = struct{}{}
+	c.mu.Unlock()
+	go c.forward(ctx, w, out, op.IsProgressNotify())
+	return out
+}
+
+// forward hands a store watcher's responses to the client's channel.
+func (c *branchClient) forward(ctx context.Context, w *gitstore.Watcher, out chan<- clientv3.WatchResponse, progressNotify bool) {
+	defer close(out)
+	defer func() {
+		c.mu.Lock()
+		delete(c.watchers, w)
+		c.mu.Unlock()
+		w.Close()
+	}()
+	var tick <-chan time.Time
+	if progressNotify {
+		t := time.NewTicker(progressNotifyInterval)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case resp, ok := <-w.Responses():
+			if !ok {
+				return
+			}
+			wr := clientv3.WatchResponse{
+				Header:          &pb.ResponseHeader{Revision: resp.Revision},
+				Events:          resp.Events,
+				CompactRevision: resp.CompactRevision,
+				Canceled:        resp.Canceled,
+				CancelReason:    resp.CancelReason,
+			}
+			select {
+			case out <- wr:
+			case <-ctx.Done():
+				return
+			}
+		case <-tick:
+			w.RequestProgress()
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// RequestProgress asks every watch of the client for a progress
+// notification (the API server asks with the context of its watches; one
+// client per heaven makes every watch of the heaven the same).
+func (c *branchClient) RequestProgress(context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for w := range c.watchers {
+		w.RequestProgress()
+	}
+	return nil
+}
+
+// Close ends the client's watches.
+func (c *branchClient) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for w := range c.watchers {
+		w.Close()
+	}
+	return nil
+}
+
+// ---- clientv3.Lease: leased keys live in the store's memory only ----
+
+func (c *branchClient) Grant(_ context.Context, ttl int64) (*clientv3.LeaseGrantResponse, error) {
+	l, err := c.repo.LeaseGrant(0, ttl)
+	if err != nil {
+		return nil, storeError(err)
+	}
+	return &clientv3.LeaseGrantResponse{ResponseHeader: &pb.ResponseHeader{Revision: c.b.Revision()}, ID: clientv3.LeaseID(l.ID), TTL: l.TTL}, nil
+}
+
+func (c *branchClient) Revoke(ctx context.Context, id clientv3.LeaseID) (*clientv3.LeaseRevokeResponse, error) {
+	if err := c.repo.LeaseRevoke(ctx, int64(id)); err != nil {
+		return nil, storeError(err)
+	}
+	return &clientv3.LeaseRevokeResponse{Header: &pb.ResponseHeader{Revision: c.b.Revision()}}, nil
+}
+
+func (c *branchClient) TimeToLive(_ context.Context, id clientv3.LeaseID, _ ...clientv3.LeaseOption) (*clientv3.LeaseTimeToLiveResponse, error) {
+	granted, remaining, _, err := c.repo.LeaseTimeToLive(int64(id), false)
+	if err != nil {
+		return nil, storeError(err)
+	}
+	return &clientv3.LeaseTimeToLiveResponse{ID: id, TTL: remaining, GrantedTTL: granted}, nil
+}
+
+func (c *branchClient) Leases(context.Context) (*clientv3.LeaseLeasesResponse, error) {
+	var out clientv3.LeaseLeasesResponse
+	for _, id := range c.repo.Leases() {
+		out.Leases = append(out.Leases, clientv3.LeaseStatus{ID: clientv3.LeaseID(id)})
+	}
+	return &out, nil
+}
+
+func (c *branchClient) KeepAlive(context.Context, clientv3.LeaseID) (<-chan *clientv3.LeaseKeepAliveResponse, error) {
+	return nil, unimplemented("KeepAlive: the API server grants leases and lets them expire")
+}
+
+func (c *branchClient) KeepAliveOnce(_ context.Context, id clientv3.LeaseID) (*clientv3.LeaseKeepAliveResponse, error) {
+	ttl, err := c.repo.LeaseKeepAlive(int64(id))
+	if err != nil {
+		return nil, storeError(err)
+	}
+	return &clientv3.LeaseKeepAliveResponse{ID: id, TTL: ttl}, nil
+}
+
+// ---- errors ----
+
+func unimplemented(what string) error {
+	return status.Errorf(codes.Unimplemented, "heaven: %s is not offered by a heaven's storage client", what)
+}
+
+type unimplementedTxn struct{}
+
+func (unimplementedTxn) If(...clientv3.Cmp) clientv3.Txn  { return unimplementedTxn{} }
+func (unimplementedTxn) Then(...clientv3.Op) clientv3.Txn { return unimplementedTxn{} }
+func (unimplementedTxn) Else(...clientv3.Op) clientv3.Txn { return unimplementedTxn{} }
+func (unimplementedTxn) Commit() (*clientv3.TxnResponse, error) {
+	return nil, unimplemented("Txn: write through the Kubernetes interface")
+}
+
+// storeError turns a store error into what k8s.io/apiserver's etcd3 store
+// expects: etcd's own errors where it compares with them (compaction,
+// future revisions), errors carrying a Kubernetes Status with the right
+// code for the rest, and context errors as they are.
+func storeError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return err
+	case errors.Is(err, gitstore.ErrCompacted):
+		return rpctypes.ErrCompacted // compared with ==
+	case errors.Is(err, gitstore.ErrFutureRev):
+		return rpctypes.ErrFutureRev
+	case errors.Is(err, gitstore.ErrUnavailable), errors.Is(err, gitstore.ErrBusy), errors.Is(err, gitstore.ErrClosed):
+		return statusError{code: http.StatusServiceUnavailable, reason: metav1.StatusReasonServiceUnavailable, retryAfter: 1, err: err}
+	case errors.Is(err, gitstore.ErrLeaseNotFound):
+		return rpctypes.ErrLeaseNotFound
+	}
+	return statusError{code: http.StatusInternalServerError, reason: metav1.StatusReasonInternalError, err: err}
+}
