@@ -74,6 +74,7 @@ type config struct {
 	keep         bool
 	verbose      bool
 	heapProfile  string
+	cpuProfile   string
 }
 
 const ns = "default"
@@ -95,6 +96,7 @@ func main() {
 	flag.StringVar(&cfg.phases, "phases", "load,scale", "phases to run, comma-separated (a phase not run reports 0 in RESULT)")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the data directories (their paths are printed)")
 	flag.BoolVar(&cfg.verbose, "verbose", false, "show heaven-server's log")
+	flag.StringVar(&cfg.cpuProfile, "cpuprofile", "", "load phase: write a CPU profile (go tool pprof) of the first write phase with git storage here")
 	flag.StringVar(&cfg.heapProfile, "heap-profile", "", "scale phase: write a heap profile (go tool pprof) here once the active heavens run, and their goroutines to the same path + .goroutines")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "Usage: bench-server [flags]\n\n"+
@@ -370,6 +372,9 @@ func ratio(a, b float64) float64 {
 	return a / b
 }
 
+// cpuProfiled: the CPU profile (-cpuprofile) was taken.
+var cpuProfiled bool
+
 func loadOnce(cfg config, storage string) (loadRun, error) {
 	var r loadRun
 	bs, err := startServer(storage, time.Hour, "", cfg.keep)
@@ -397,6 +402,17 @@ func loadOnce(cfg config, storage string) (loadRun, error) {
 	// so its updates (with the resourceVersion it last saw) never conflict
 	// with another writer's; the widget writer owns every widget key.
 	var cmOps, crOps, wErrs atomic.Int64
+	if cfg.cpuProfile != "" && storage == server.StorageGit && !cpuProfiled {
+		cpuProfiled = true
+		f, err := os.Create(cfg.cpuProfile)
+		if err != nil {
+			return r, err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return r, err
+		}
+		defer func() { pprof.StopCPUProfile(); f.Close() }()
+	}
 	wctx, cancel := context.WithTimeout(ctx, cfg.duration)
 	var wg sync.WaitGroup
 	began := time.Now()
