@@ -81,21 +81,13 @@ func newClient(t *testing.T, endpoint string) *clientv3.Client {
 	return c
 }
 
-// openRepo opens a fresh repository; while the store is a stub (it panics)
-// the test is skipped.
+// openRepo opens a fresh repository. A panic in gitstore.Open fails the
+// test like any other crash.
 func openRepo(t *testing.T) (repo *gitstore.Repository, dir string) {
 	t.Helper()
 	dir = filepath.Join(t.TempDir(), "heavens.git")
-	func() {
-		defer func() {
-			if r := recover(); r != nil {
-				t.Skipf("gitstore is not implemented yet: %v", r)
-			}
-		}()
-		var err error
-		repo, err = gitstore.Open(dir, gitstore.Options{PollInterval: 50 * time.Millisecond})
-		require.NoError(t, err)
-	}()
+	repo, err := gitstore.Open(dir, gitstore.Options{PollInterval: 50 * time.Millisecond})
+	require.NoError(t, err)
 	t.Cleanup(func() { repo.Close() })
 	return repo, dir
 }
