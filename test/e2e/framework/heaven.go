@@ -81,15 +81,19 @@ func NewHeavenServer(ctx context.Context, dataDir string, configure func(*server
 // does not stop cleanly.
 func StartHeavenServer(t testing.TB, configure func(*server.Options)) *HeavenServer {
 	t.Helper()
+	began := time.Now()
 	h, err := NewHeavenServer(t.Context(), t.TempDir(), configure)
 	t.Cleanup(func() {
+		began := time.Now()
 		if err := h.Stop(); err != nil && !errors.Is(err, errHeavenStopped) {
 			t.Errorf("heaven-server: %v", err)
 		}
+		t.Logf("heaven-server stopped in %v", time.Since(began).Round(time.Millisecond))
 	})
 	if err != nil {
 		t.Fatalf("heaven-server: %v", err)
 	}
+	t.Logf("heaven-server ready in %v", time.Since(began).Round(time.Millisecond))
 	return h
 }
 
