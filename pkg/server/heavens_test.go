@@ -46,6 +46,9 @@ func (f *fakeServer) Handler() http.Handler {
 func (f *fakeServer) Ready() <-chan struct{} { return f.ready }
 func (f *fakeServer) Done() <-chan struct{}  { return f.done }
 
+// Err is the error the server stopped with: a fake stops without one.
+func (f *fakeServer) Err() error { return nil }
+
 func (f *fakeServer) Start() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
