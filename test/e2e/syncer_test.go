@@ -741,16 +741,6 @@ func expect(ok bool, format string, args ...any) error {
 	return fmt.Errorf(format, args...)
 }
 
-func expectNotFound(err error) error {
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil
-	case err != nil:
-		return err
-	default:
-		return fmt.Errorf("still there")
-	}
-}
 
 // widgetCRD is a type only the physical cluster has at first.
 func widgetCRD() *apiextensionsv1.CustomResourceDefinition {
