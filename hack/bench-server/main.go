@@ -24,7 +24,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -52,11 +51,10 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
-	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
 	"github.com/heaven-dev/heaven/pkg/server"
+	"github.com/heaven-dev/heaven/test/e2e/framework"
 )
 
 type config struct {
@@ -150,13 +148,12 @@ func fail(err error) {
 
 // ---- the server ----
 
+// benchServer is heaven-server in this process, started as the tests start
+// it (framework.NewHeavenServer).
 type benchServer struct {
-	dataDir string
+	*framework.HeavenServer
 	keep    bool
-	url     string
-	base    *rest.Config
-	cancel  context.CancelFunc
-	done    chan error
+	stopped bool
 }
 
 // startServer runs heaven-server on a free port with its data in dataDir
@@ -170,82 +167,55 @@ func startServer(storage string, idle time.Duration, dataDir string, keep bool) 
 		}
 		dataDir = d
 	}
-	o := server.NewOptions()
-	o.DataDir = dataDir
-	o.SecurePort = 0
-	o.Storage = storage
-	o.IdleTimeout = idle
-	if errs := o.Validate(); len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	c, err := o.Config()
-	if err != nil {
-		return nil, err
-	}
-	s, err := c.Complete().New()
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	bs := &benchServer{dataDir: dataDir, keep: keep, url: s.URL(), cancel: cancel, done: make(chan error, 1)}
-	go func() { bs.done <- s.Run(ctx) }()
-	bs.base, err = clientcmd.BuildConfigFromFlags(bs.url, s.KubeconfigPath())
-	if err != nil {
-		bs.stop()
-		return nil, err
-	}
-	bs.base.QPS, bs.base.Burst = -1, 0 // no client-side rate limit
-	dyn := dynamic.NewForConfigOrDie(bs.restConfig(server.RootHeaven))
-	err = wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 120*time.Second, true, func(ctx context.Context) (bool, error) {
-		_, err := dyn.Resource(v1alpha1.HeavensResource).List(ctx, metav1.ListOptions{})
-		return err == nil, nil
+	hs, err := framework.NewHeavenServer(context.Background(), dataDir, func(o *server.Options) {
+		o.Storage = storage
+		o.IdleTimeout = idle
+		// A thousand active heavens take a while to stop.
+		o.ShutdownTimeout = server.NewOptions().ShutdownTimeout
 	})
+	bs := &benchServer{HeavenServer: hs, keep: keep}
 	if err != nil {
 		bs.stop()
-		return nil, fmt.Errorf("root heaven not serving: %w", err)
+		return nil, err
 	}
 	return bs, nil
 }
 
+// stop stops heaven-server; later calls do nothing.
 func (bs *benchServer) stop() {
-	if bs.cancel == nil {
+	if bs.stopped {
 		return
 	}
-	bs.cancel()
-	bs.cancel = nil
-	select {
-	case err := <-bs.done:
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "bench-server: heaven-server:", err)
-		}
-	case <-time.After(120 * time.Second):
-		fmt.Fprintln(os.Stderr, "bench-server: heaven-server did not stop within 120s")
+	bs.stopped = true
+	if err := bs.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-server: heaven-server:", err)
 	}
 }
 
 func (bs *benchServer) remove() {
 	if bs.keep {
-		fmt.Println("# kept data dir", bs.dataDir)
+		fmt.Println("# kept data dir", bs.DataDir)
 		return
 	}
-	_ = os.RemoveAll(bs.dataDir)
+	_ = os.RemoveAll(bs.DataDir)
 }
 
-// restConfig is the admin's config for heaven name.
+// restConfig is the admin's config for heaven name, without a client-side
+// rate limit.
 func (bs *benchServer) restConfig(name string) *rest.Config {
-	c := rest.CopyConfig(bs.base)
-	c.Host = bs.url + server.ClustersPrefix + name
+	c := bs.RESTConfig(name)
+	c.QPS, c.Burst = -1, 0
 	return c
 }
 
 // activeHeavens reads heaven_active_heavens from /metrics.
 func (bs *benchServer) activeHeavens() (int, error) {
-	tlsCfg, err := rest.TLSConfigFor(bs.base)
+	tlsCfg, err := rest.TLSConfigFor(bs.RESTConfig(server.RootHeaven))
 	if err != nil {
 		return 0, err
 	}
 	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsCfg}, Timeout: 30 * time.Second}
-	resp, err := hc.Get(bs.url + "/metrics")
+	resp, err := hc.Get(bs.URL() + "/metrics")
 	if err != nil {
 		return 0, err
 	}

@@ -24,18 +24,13 @@ package main
 
 import (
 	"context"
-	"runtime/pprof"
-
-	"errors"
 	"flag"
 	"fmt"
-	"golang.org/x/sync/errgroup"
 	"math/rand/v2"
-	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -44,11 +39,12 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/heaven-dev/heaven/pkg/gitstore"
 	"github.com/heaven-dev/heaven/pkg/gitstore/etcdv3"
+	"github.com/heaven-dev/heaven/test/etcdtest"
 )
 
 type config struct {
@@ -154,42 +150,13 @@ func run(cfg config) error {
 
 // ---- servers ----
 
+// startEtcd starts the reference: a real etcd, durable as in production.
 func startEtcd(dir string) (endpoint string, stop func(), err error) {
-	cfg := embed.NewConfig()
-	cfg.Dir = dir
-	client, err := freeURL()
+	e, err := etcdtest.Start(context.Background(), etcdtest.Config{Dir: dir, Fsync: true})
 	if err != nil {
 		return "", nil, err
 	}
-	peer, err := freeURL()
-	if err != nil {
-		return "", nil, err
-	}
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
-	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
-	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
-	// Quiet, including the errors etcd logs when it is closed.
-	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
-	e, err := embed.StartEtcd(cfg)
-	if err != nil {
-		return "", nil, err
-	}
-	select {
-	case <-e.Server.ReadyNotify():
-	case <-time.After(60 * time.Second):
-		e.Close()
-		return "", nil, errors.New("not ready after 60s")
-	}
-	return client.String(), e.Close, nil
-}
-
-func freeURL() (url.URL, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return url.URL{}, err
-	}
-	defer l.Close()
-	return url.URL{Scheme: "http", Host: l.Addr().String()}, nil
+	return e.URL, e.Close, nil
 }
 
 func startGit(path string) (endpoint string, stop func(), err error) {

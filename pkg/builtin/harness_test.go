@@ -1,17 +1,10 @@
 package builtin_test
 
 import (
-	"net"
 	"net/http/httptest"
-	"net/url"
-	"strconv"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.etcd.io/etcd/server/v3/embed"
-	"go.uber.org/zap/zapcore"
-	"go.uber.org/zap/zaptest"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
@@ -24,13 +17,14 @@ import (
 	"github.com/heaven-dev/heaven/pkg/builtin"
 	"github.com/heaven-dev/heaven/pkg/builtin/scheme"
 	"github.com/heaven-dev/heaven/pkg/generated/openapi"
+	"github.com/heaven-dev/heaven/test/etcdtest"
 )
 
 // startServer serves the built-in groups from a fresh embedded etcd and
 // returns a client config for them.
 func startServer(t *testing.T) *rest.Config {
 	t.Helper()
-	getter := restOptionsGetter{etcdURL: startEtcd(t)}
+	getter := restOptionsGetter{etcdURL: etcdtest.NewForTest(t, etcdtest.Config{}).URL}
 
 	cfg := genericapiserver.NewConfig(scheme.Codecs)
 	cfg.EffectiveVersion = basecompatibility.NewEffectiveVersionFromString("1.37", "", "")
@@ -79,32 +73,4 @@ func (g restOptionsGetter) GetRESTOptions(resource schema.GroupResource, _ runti
 		Decorator:      generic.UndecoratedStorage,
 		ResourcePrefix: prefix,
 	}, nil
-}
-
-func startEtcd(t *testing.T) string {
-	t.Helper()
-	cfg := embed.NewConfig()
-	cfg.Dir = t.TempDir()
-	cfg.UnsafeNoFsync = true
-	client, peer := freeURL(t), freeURL(t)
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
-	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
-	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
-	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zaptest.NewLogger(t, zaptest.Level(zapcore.DPanicLevel)))
-	e, err := embed.StartEtcd(cfg)
-	require.NoError(t, err)
-	t.Cleanup(e.Close)
-	select {
-	case <-e.Server.ReadyNotify():
-	case <-time.After(60 * time.Second):
-		t.Fatal("etcd took too long to start")
-	}
-	return client.String()
-}
-
-func freeURL(t *testing.T) url.URL {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(l.Addr().(*net.TCPAddr).Port))}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"time"
 
@@ -23,6 +24,19 @@ var errUnknownHeaven = errors.New("heaven not found")
 // errNotRunning answers a heaven's own controllers once it has stopped.
 var errNotRunning = errors.New("heaven is not running")
 
+// apiServer is what the registry needs of a heaven's API server: a
+// *heavenapi.Server, or a fake in the registry's tests.
+type apiServer interface {
+	Handler() http.Handler
+	Ready() <-chan struct{}
+	// Failed is closed when the server gives up starting; Err says why.
+	Failed() <-chan struct{}
+	Err() error
+	Done() <-chan struct{}
+	Start()
+	Stop(ctx context.Context) error
+}
+
 // heavens starts heavens on their first request and stops them when idle,
 // so that the number of heavens is bounded by disk, not memory.
 //
@@ -30,7 +44,7 @@ var errNotRunning = errors.New("heaven is not running")
 // outside it; a heaven's entry carries its own state).
 type heavens struct {
 	// newServer builds a heaven's API server (heavenapi.New in production).
-	newServer func(name string) (*heavenapi.Server, error)
+	newServer func(name string) (apiServer, error)
 	// allowed says whether a heaven that is not running may start.
 	allowed func(ctx context.Context, name string) (bool, error)
 	// onStop runs after a heaven stopped (closes its git branch).
@@ -50,7 +64,7 @@ type heavens struct {
 type heaven struct {
 	name    string
 	started chan struct{} // closed when server or err is set
-	server  *heavenapi.Server
+	server  apiServer
 	err     error
 
 	// Guarded by heavens.mu:
@@ -61,7 +75,13 @@ type heaven struct {
 
 func newHeavens(newServer func(string) (*heavenapi.Server, error), idle time.Duration, m *metrics) *heavens {
 	return &heavens{
-		newServer:   newServer,
+		newServer: func(name string) (apiServer, error) {
+			srv, err := newServer(name)
+			if err != nil {
+				return nil, err // not an apiServer holding a nil pointer
+			}
+			return srv, nil
+		},
 		allowed:     func(context.Context, string) (bool, error) { return true, nil },
 		onStop:      func(string) {},
 		pinned:      map[string]bool{},
@@ -75,7 +95,7 @@ func newHeavens(newServer func(string) (*heavenapi.Server, error), idle time.Dur
 // and counts a request against it until release is called. waitReady makes
 // it wait until the heaven serves every request; the heaven's own
 // controllers call it without waiting (they are what makes it ready).
-func (hs *heavens) acquire(ctx context.Context, name string, count, waitReady bool) (*heavenapi.Server, func(), error) {
+func (hs *heavens) acquire(ctx context.Context, name string, count, waitReady bool) (apiServer, func(), error) {
 	h, err := hs.entry(ctx, name, count)
 	if err != nil {
 		return nil, nil, err
@@ -113,7 +133,7 @@ func (hs *heavens) acquire(ctx context.Context, name string, count, waitReady bo
 
 // acquireRunning is acquire for a heaven that is already running: it never
 // starts one, and refuses one that is stopping.
-func (hs *heavens) acquireRunning(ctx context.Context, name string, count, waitReady bool) (*heavenapi.Server, func(), error) {
+func (hs *heavens) acquireRunning(ctx context.Context, name string, count, waitReady bool) (apiServer, func(), error) {
 	hs.mu.Lock()
 	h, ok := hs.running[name]
 	running := ok && !h.stopping

@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -12,16 +10,19 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
 	"github.com/heaven-dev/heaven/test/e2e/framework"
 )
 
-// reconcileTimeout bounds how long the controllers of a cluster may take to
-// act on an object.
-const reconcileTimeout = 2 * time.Minute
+const (
+	// reconcileTimeout bounds how long the controllers of a cluster may
+	// take to act on an object.
+	reconcileTimeout = 2 * time.Minute
+	// reconcileTick is how often the tests look.
+	reconcileTick = 100 * time.Millisecond
+)
 
 // Two clusters started at once each run their own controllers on their own
 // storage, and the real kubectl works against them.
@@ -63,10 +64,11 @@ func requireDeploymentReconciled(t *testing.T, client kubernetes.Interface, ns s
 	require.NoError(t, err)
 	// The service account controller gives every namespace a default
 	// ServiceAccount; Pods cannot be created before it exists.
-	eventually(t, "the default ServiceAccount", func(ctx context.Context) error {
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		ctx := t.Context()
 		_, err := client.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
-		return err
-	})
+		assert.NoError(c, err)
+	}, reconcileTimeout, reconcileTick, "the default ServiceAccount")
 
 	labels := map[string]string{"app": "web"}
 	_, err = client.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{
@@ -85,40 +87,26 @@ func requireDeploymentReconciled(t *testing.T, client kubernetes.Interface, ns s
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
 
-	eventually(t, "a ReplicaSet of Deployment web", func(ctx context.Context) error {
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		ctx := t.Context()
 		rss, err := client.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return err
-		}
+		require.NoError(c, err)
 		for _, rs := range rss.Items {
 			if owner := metav1.GetControllerOf(&rs); owner != nil && owner.Kind == "Deployment" && owner.Name == "web" {
-				return nil
+				return
 			}
 		}
-		return fmt.Errorf("%d ReplicaSets, none controlled by Deployment web", len(rss.Items))
-	})
-	eventually(t, "a Pod of Deployment web", func(ctx context.Context) error {
+		c.Errorf("%d ReplicaSets, none controlled by Deployment web", len(rss.Items))
+	}, reconcileTimeout, reconcileTick, "a ReplicaSet of Deployment web")
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		ctx := t.Context()
 		pods, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
-		if err != nil {
-			return err
-		}
+		require.NoError(c, err)
 		for _, pod := range pods.Items {
 			if owner := metav1.GetControllerOf(&pod); owner != nil && owner.Kind == "ReplicaSet" {
-				return nil
+				return
 			}
 		}
-		return fmt.Errorf("%d Pods, none controlled by a ReplicaSet", len(pods.Items))
-	})
-}
-
-// eventually polls check until it succeeds, failing the test with check's
-// last error after reconcileTimeout.
-func eventually(t *testing.T, what string, check func(context.Context) error) {
-	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, reconcileTimeout, true, func(ctx context.Context) (bool, error) {
-		last = check(ctx)
-		return last == nil, nil
-	})
-	require.NoError(t, err, "waiting for %s: %v", what, last)
+		c.Errorf("%d Pods, none controlled by a ReplicaSet", len(pods.Items))
+	}, reconcileTimeout, reconcileTick, "a Pod of Deployment web")
 }

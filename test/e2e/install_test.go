@@ -45,13 +45,13 @@ const installHeartbeat = 2 * time.Second
 // everything.
 func TestInstall(t *testing.T) {
 	phys := framework.StartCluster(t, "phys")
-	hs := startHeavenServer(t)
+	hs := framework.StartHeavenServer(t, nil)
 	const heaven, target, ns = "team-i", "phys-i", "demo"
 	resources := []string{"configmaps", "deployments.apps"}
 	e := &syncEnv{t: t, hs: hs, phys: phys, heaven: heaven, target: target, ns: ns,
-		up: hs.kube(heaven), upDyn: hs.dynamic(heaven), down: phys.Client(), downDyn: dynamic.NewForConfigOrDie(phys.RESTConfig()),
+		up: hs.Kube(heaven), upDyn: hs.Dynamic(heaven), down: phys.Client(), downDyn: dynamic.NewForConfigOrDie(phys.RESTConfig()),
 		downNS: syncer.DownstreamNamespace(heaven, target, ns)}
-	root := hs.kube(server.RootHeaven)
+	root := hs.Kube(server.RootHeaven)
 	ctx := t.Context()
 
 	// The heaven's object to sync, and in root the cluster's kubeconfig
@@ -68,7 +68,7 @@ func TestInstall(t *testing.T) {
 		Data:       map[string][]byte{"config": kubeconfig},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	hs.createSyncTarget(&v1alpha1.SyncTarget{
+	createSyncTarget(t, hs, &v1alpha1.SyncTarget{
 		ObjectMeta: metav1.ObjectMeta{Name: target},
 		Spec: v1alpha1.SyncTargetSpec{
 			Heaven:              heaven,
@@ -112,7 +112,7 @@ func TestInstall(t *testing.T) {
 		require.NoError(t, err)
 		cred, err := install.ParseKubeconfig(secret.Data[install.KubeconfigKey])
 		require.NoError(t, err)
-		assert.Equal(t, hs.url+server.ClustersPrefix+heaven, cred.Server)
+		assert.Equal(t, hs.URL()+server.ClustersPrefix+heaven, cred.Server)
 		certs, err := certutil.ParseCertsPEM(cred.CertPEM)
 		require.NoError(t, err)
 		assert.Equal(t, pki.SyncerUser(heaven, target), certs[0].Subject.CommonName)
@@ -135,13 +135,12 @@ func TestInstall(t *testing.T) {
 		// The pod spec passes the namespace's restricted Pod Security
 		// level: kube-controller-manager creates the Pod (which stays
 		// Pending: the cluster has no nodes).
-		syncEventually(t, "the syncer's Pod created", func(ctx context.Context) error {
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			ctx := t.Context()
 			pods, err := down.CoreV1().Pods(installNS).List(ctx, metav1.ListOptions{})
-			if err != nil {
-				return err
-			}
-			return expect(len(pods.Items) == 1, "%d pods", len(pods.Items))
-		})
+			require.NoError(c, err)
+			assert.Truef(c, len(pods.Items) == 1, "%d pods", len(pods.Items))
+		}, syncTimeout, syncTick, "the syncer's Pod created")
 	})
 	require.NotNil(t, secret, "nothing installed")
 
@@ -191,11 +190,11 @@ func TestInstall(t *testing.T) {
 		_, err = kubernetes.NewForConfigOrDie(cfg).CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
 		require.NoError(t, err)
 		other := rest.CopyConfig(cfg)
-		other.Host = hs.url + server.ClustersPrefix + "team-other"
+		other.Host = hs.URL() + server.ClustersPrefix + "team-other"
 		_, err = kubernetes.NewForConfigOrDie(other).CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{})
 		assert.True(t, apierrors.IsForbidden(err), "another heaven: %v", err)
 		rootCfg := rest.CopyConfig(cfg)
-		rootCfg.Host = hs.url + server.ClustersPrefix + server.RootHeaven
+		rootCfg.Host = hs.URL() + server.ClustersPrefix + server.RootHeaven
 		_, err = kubernetes.NewForConfigOrDie(rootCfg).CoreV1().Secrets("clusters").Get(ctx, target, metav1.GetOptions{})
 		assert.True(t, apierrors.IsForbidden(err), "root's secrets: %v", err)
 		_, err = dynamic.NewForConfigOrDie(rootCfg).Resource(v1alpha1.SyncTargetsResource).Get(ctx, target, metav1.GetOptions{})
@@ -221,11 +220,12 @@ func TestInstall(t *testing.T) {
 		require.NoError(t, err)
 		require.Contains(t, up.Finalizers, v1alpha1.SyncerFinalizer(target), "the syncer held it")
 
-		require.NoError(t, hs.dynamic(server.RootHeaven).Resource(v1alpha1.SyncTargetsResource).Delete(ctx, target, metav1.DeleteOptions{}))
-		syncEventually(t, "the SyncTarget gone", func(ctx context.Context) error {
-			_, err := hs.dynamic(server.RootHeaven).Resource(v1alpha1.SyncTargetsResource).Get(ctx, target, metav1.GetOptions{})
-			return expectNotFound(err)
-		})
+		require.NoError(t, hs.Dynamic(server.RootHeaven).Resource(v1alpha1.SyncTargetsResource).Delete(ctx, target, metav1.DeleteOptions{}))
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			ctx := t.Context()
+			_, err := hs.Dynamic(server.RootHeaven).Resource(v1alpha1.SyncTargetsResource).Get(ctx, target, metav1.GetOptions{})
+			assertNotFound(c, err)
+		}, syncTimeout, syncTick, "the SyncTarget gone")
 		for what, get := range map[string]func(context.Context) error{
 			"namespace " + installNS: func(ctx context.Context) error {
 				_, err := e.down.CoreV1().Namespaces().Get(ctx, installNS, metav1.GetOptions{})
@@ -244,9 +244,9 @@ func TestInstall(t *testing.T) {
 				return err
 			},
 		} {
-			syncEventually(t, what+" gone from the physical cluster", func(ctx context.Context) error {
-				return expectNotFound(get(ctx))
-			})
+			require.EventuallyWithT(t, func(c *assert.CollectT) {
+				assertNotFound(c, get(t.Context()))
+			}, syncTimeout, syncTick, what+" gone from the physical cluster")
 		}
 		up, err = e.up.CoreV1().ConfigMaps(ns).Get(ctx, "app-config", metav1.GetOptions{})
 		require.NoError(t, err)

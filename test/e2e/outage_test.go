@@ -14,17 +14,14 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
 	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
-	"github.com/heaven-dev/heaven/pkg/server"
 	"github.com/heaven-dev/heaven/pkg/syncer"
 	"github.com/heaven-dev/heaven/test/e2e/framework"
 )
@@ -112,10 +109,11 @@ func TestSyncerHeavenServerOutage(t *testing.T) {
 	}
 	e.waitDownstreamConfigMaps("keep", "held", "lost-downstream")
 	for _, name := range []string{"w1", "w2"} {
-		syncEventually(t, "widget "+name+" downstream", func(ctx context.Context) error {
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			ctx := t.Context()
 			_, err := e.downDyn.Resource(widgetsGVR).Namespace(e.downNS).Get(ctx, name, metav1.GetOptions{})
-			return err
-		})
+			assert.NoError(c, err)
+		}, syncTimeout, syncTick, "widget "+name+" downstream")
 	}
 	// A finalizer of the cluster holds the copy of "held": its deletion in
 	// the heaven waits for it.
@@ -124,13 +122,12 @@ func TestSyncerHeavenServerOutage(t *testing.T) {
 		[]byte(`{"metadata":{"finalizers":["`+blocker+`"]}}`), metav1.PatchOptions{})
 	require.NoError(t, err)
 	e.deleteConfigMap("held")
-	syncEventually(t, "held being deleted downstream", func(ctx context.Context) error {
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		ctx := t.Context()
 		cm, err := e.down.CoreV1().ConfigMaps(e.downNS).Get(ctx, "held", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		return expect(cm.DeletionTimestamp != nil, "not being deleted")
-	})
+		require.NoError(c, err)
+		assert.Truef(c, cm.DeletionTimestamp != nil, "not being deleted")
+	}, syncTimeout, syncTick, "held being deleted downstream")
 
 	e.hs.Outage(t, func() {
 		began := time.Now()
@@ -147,14 +144,13 @@ func TestSyncerHeavenServerOutage(t *testing.T) {
 	back := time.Now()
 	e.waitUpstreamGone("held")
 	for _, name := range []string{"w1", "w2"} {
-		syncEventually(t, "widget "+name+" status in the heaven", func(ctx context.Context) error {
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			ctx := t.Context()
 			w, err := e.upDyn.Resource(widgetsGVR).Namespace(e.ns).Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
+			require.NoError(c, err)
 			phase, _, _ := unstructured.NestedString(w.Object, "status", "phase")
-			return expect(phase == "Ready", "status %v", w.Object["status"])
-		})
+			assert.Truef(c, phase == "Ready", "status %v", w.Object["status"])
+		}, syncTimeout, syncTick, "widget "+name+" status in the heaven")
 	}
 	e.createConfigMap("after", e.target, map[string]string{"v": "1"})
 	e.waitConverged([]string{"after", "keep", "lost-downstream"}, nil)
@@ -196,32 +192,12 @@ func newOutageEnv(t *testing.T, target, resources string) *outageEnv {
 	}
 	_, err := e.up.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	setUpSyncTarget(t, hs, heaven, target)
-	e.startSyncer(resources)
-	return e
-}
-
-// setUpSyncTarget creates the SyncTarget of a physical cluster for a
-// heaven, for a syncer run by the test (no kubeconfig: nothing is
-// installed). It is the one place that knows where SyncTargets live.
-func setUpSyncTarget(t *testing.T, hs *framework.HeavenServer, heaven, target string) {
-	t.Helper()
-	st := &v1alpha1.SyncTarget{
-		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "SyncTarget"},
+	createSyncTarget(t, hs, &v1alpha1.SyncTarget{
 		ObjectMeta: metav1.ObjectMeta{Name: target},
 		Spec:       v1alpha1.SyncTargetSpec{Heaven: heaven},
-	}
-	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(st)
-	require.NoError(t, err)
-	client := hs.Dynamic(server.RootHeaven).Resource(v1alpha1.SyncTargetsResource)
-	syncEventually(t, "SyncTarget "+target+" created", func(ctx context.Context) error {
-		_, err := client.Create(ctx, &unstructured.Unstructured{Object: raw}, metav1.CreateOptions{})
-		if apierrors.IsNotFound(err) {
-			return err // root does not serve SyncTargets yet
-		}
-		require.NoError(t, err)
-		return nil
 	})
+	e.startSyncer(resources)
+	return e
 }
 
 // startSyncer runs the syncer in the test process, as cmd/syncer does,
@@ -273,15 +249,14 @@ func (e *outageEnv) createConfigMap(name, target string, data map[string]string)
 // the syncer's writes.
 func (e *outageEnv) updateConfigMap(name string, change func(*corev1.ConfigMap)) {
 	e.t.Helper()
-	syncEventually(e.t, "updating configmap "+name, func(ctx context.Context) error {
+	require.EventuallyWithT(e.t, func(c *assert.CollectT) {
+		ctx := e.t.Context()
 		cm, err := e.up.CoreV1().ConfigMaps(e.ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
+		require.NoError(c, err)
 		change(cm)
 		_, err = e.up.CoreV1().ConfigMaps(e.ns).Update(ctx, cm, metav1.UpdateOptions{})
-		return err
-	})
+		assert.NoError(c, err)
+	}, syncTimeout, syncTick, "updating configmap "+name)
 }
 
 func (e *outageEnv) deleteConfigMap(name string) {
@@ -308,28 +283,28 @@ func (e *outageEnv) createDeployment(name string, replicas int32) {
 
 func (e *outageEnv) updateDeployment(name string, change func(*appsv1.Deployment)) {
 	e.t.Helper()
-	syncEventually(e.t, "updating deployment "+name, func(ctx context.Context) error {
+	require.EventuallyWithT(e.t, func(c *assert.CollectT) {
+		ctx := e.t.Context()
 		d, err := e.up.AppsV1().Deployments(e.ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
+		require.NoError(c, err)
 		change(d)
 		_, err = e.up.AppsV1().Deployments(e.ns).Update(ctx, d, metav1.UpdateOptions{})
-		return err
-	})
+		assert.NoError(c, err)
+	}, syncTimeout, syncTick, "updating deployment "+name)
 }
 
 func (e *outageEnv) createWidget(name string, size int64) {
 	e.t.Helper()
-	syncEventually(e.t, "creating widget "+name, func(ctx context.Context) error {
+	require.EventuallyWithT(e.t, func(c *assert.CollectT) {
+		ctx := e.t.Context()
 		// The syncer teaches the heaven the widget type first.
 		_, err := e.upDyn.Resource(widgetsGVR).Namespace(e.ns).Create(ctx, &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "example.com/v1", "kind": "Widget",
 			"metadata": map[string]any{"name": name, "labels": map[string]any{v1alpha1.ClusterLabel: e.target}},
 			"spec":     map[string]any{"size": size},
 		}}, metav1.CreateOptions{})
-		return err
-	})
+		assert.NoError(c, err)
+	}, syncTimeout, syncTick, "creating widget "+name)
 }
 
 // setDownstreamWidgetPhase writes the status of a widget's copy, as the
@@ -348,10 +323,11 @@ func (e *outageEnv) setDownstreamWidgetPhase(name, phase string) {
 func (e *outageEnv) waitDownstreamConfigMaps(names ...string) {
 	e.t.Helper()
 	for _, name := range names {
-		syncEventually(e.t, "configmap "+name+" downstream", func(ctx context.Context) error {
+		require.EventuallyWithT(e.t, func(c *assert.CollectT) {
+			ctx := e.t.Context()
 			_, err := e.down.CoreV1().ConfigMaps(e.downNS).Get(ctx, name, metav1.GetOptions{})
-			return err
-		})
+			assert.NoError(c, err)
+		}, syncTimeout, syncTick, "configmap "+name+" downstream")
 	}
 }
 
@@ -360,11 +336,10 @@ func (e *outageEnv) waitDownstreamConfigMaps(names ...string) {
 func (e *outageEnv) waitConverged(names []string, values map[string]string) {
 	e.t.Helper()
 	want := slices.Sorted(slices.Values(names))
-	syncEventually(e.t, "downstream configmaps "+strings.Join(want, ","), func(ctx context.Context) error {
+	require.EventuallyWithT(e.t, func(c *assert.CollectT) {
+		ctx := e.t.Context()
 		list, err := e.down.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{LabelSelector: e.ownerSelector()})
-		if err != nil {
-			return err
-		}
+		require.NoError(c, err)
 		var got, wrong []string
 		for _, cm := range list.Items {
 			got = append(got, cm.Namespace+"/"+cm.Name)
@@ -382,10 +357,10 @@ func (e *outageEnv) waitConverged(names []string, values map[string]string) {
 			wantNS[i] = e.downNS + "/" + n
 		}
 		if !slices.Equal(got, wantNS) || len(wrong) > 0 {
-			return fmt.Errorf("configmaps %v (want %v), wrong data: %v", got, wantNS, wrong)
+			c.Errorf("configmaps %v (want %v), wrong data: %v", got, wantNS, wrong)
+			return
 		}
-		return nil
-	})
+	}, syncTimeout, syncTick, "downstream configmaps "+strings.Join(want, ","))
 }
 
 // waitReleased waits until the heaven's configmaps carry no finalizer of
@@ -393,25 +368,25 @@ func (e *outageEnv) waitConverged(names []string, values map[string]string) {
 func (e *outageEnv) waitReleased(names ...string) {
 	e.t.Helper()
 	for _, name := range names {
-		syncEventually(e.t, "configmap "+name+" in the heaven as expected", func(ctx context.Context) error {
+		require.EventuallyWithT(e.t, func(c *assert.CollectT) {
+			ctx := e.t.Context()
 			cm, err := e.up.CoreV1().ConfigMaps(e.ns).Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
+			require.NoError(c, err)
 			held := slices.Contains(cm.Finalizers, v1alpha1.SyncerFinalizer(e.target))
 			selected := cm.Labels[v1alpha1.ClusterLabel] == e.target
-			return expect(held == selected, "finalizers %v, labels %v", cm.Finalizers, cm.Labels)
-		})
+			assert.Truef(c, held == selected, "finalizers %v, labels %v", cm.Finalizers, cm.Labels)
+		}, syncTimeout, syncTick, "configmap "+name+" in the heaven as expected")
 	}
 }
 
 func (e *outageEnv) waitUpstreamGone(names ...string) {
 	e.t.Helper()
 	for _, name := range names {
-		syncEventually(e.t, "configmap "+name+" gone from the heaven", func(ctx context.Context) error {
+		require.EventuallyWithT(e.t, func(c *assert.CollectT) {
+			ctx := e.t.Context()
 			_, err := e.up.CoreV1().ConfigMaps(e.ns).Get(ctx, name, metav1.GetOptions{})
-			return expectNotFound(err)
-		})
+			assertNotFound(c, err)
+		}, syncTimeout, syncTick, "configmap "+name+" gone from the heaven")
 	}
 }
 
@@ -419,27 +394,25 @@ func (e *outageEnv) waitUpstreamGone(names ...string) {
 // status the cluster's controllers gave its copy for replicas.
 func (e *outageEnv) waitDeploymentStatus(name string, replicas int32) {
 	e.t.Helper()
-	syncEventually(e.t, fmt.Sprintf("deployment %s status for %d replicas in the heaven", name, replicas), func(ctx context.Context) error {
+	require.EventuallyWithT(e.t, func(c *assert.CollectT) {
+		ctx := e.t.Context()
 		d, err := e.up.AppsV1().Deployments(e.ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		return expect(d.Status.ObservedGeneration == d.Generation && d.Status.Replicas == replicas && d.Status.UpdatedReplicas == replicas,
+		require.NoError(c, err)
+		assert.Truef(c, d.Status.ObservedGeneration == d.Generation && d.Status.Replicas == replicas && d.Status.UpdatedReplicas == replicas,
 			"generation %d, status %+v", d.Generation, d.Status)
-	})
+	}, syncTimeout, syncTick, fmt.Sprintf("deployment %s status for %d replicas in the heaven", name, replicas))
 }
 
 // waitDownstreamDeploymentStatus waits until the cluster's controllers
 // report replicas for the deployment's copy.
 func (e *outageEnv) waitDownstreamDeploymentStatus(name string, replicas int32) {
 	e.t.Helper()
-	syncEventually(e.t, fmt.Sprintf("deployment %s status for %d replicas downstream", name, replicas), func(ctx context.Context) error {
+	require.EventuallyWithT(e.t, func(c *assert.CollectT) {
+		ctx := e.t.Context()
 		d, err := e.down.AppsV1().Deployments(e.downNS).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		return expect(d.Status.ObservedGeneration == d.Generation && d.Status.Replicas == replicas, "status %+v", d.Status)
-	})
+		require.NoError(c, err)
+		assert.Truef(c, d.Status.ObservedGeneration == d.Generation && d.Status.Replicas == replicas, "status %+v", d.Status)
+	}, syncTimeout, syncTick, fmt.Sprintf("deployment %s status for %d replicas downstream", name, replicas))
 }
 
 // requireOneDownstreamNamespace checks that the syncer made one namespace

@@ -22,13 +22,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
 	"github.com/heaven-dev/heaven/pkg/server"
+	"github.com/heaven-dev/heaven/test/e2e/framework"
 )
 
 // The headless-cluster scenario: two heaven-servers with their own data,
@@ -37,7 +36,7 @@ import (
 // on the other, through an outage of the git server too.
 func TestRemoteTwoServersConvergeThroughGitDaemon(t *testing.T) {
 	base := t.TempDir()
-	remoteGit(t, "init", "-q", "--bare", filepath.Join(base, "heavens.git"))
+	framework.Git(t, "init", "-q", "--bare", filepath.Join(base, "heavens.git"))
 	daemon := startGitDaemon(t, base)
 	url := "git://" + daemon.addr + "/heavens.git"
 	remote := map[string]any{"url": url, "interval": "1s"}
@@ -70,7 +69,9 @@ func TestRemoteTwoServersConvergeThroughGitDaemon(t *testing.T) {
 	waitConfigMaps(t, "objects of both sides on both", want, a, b)
 
 	// The git server goes away for a while; both sides keep writing,
-	// including different fields of one object.
+	// including different fields of one object, one write a second: each
+	// write lands between two failed exchanges (interval 1s). The outage
+	// is a real passage of time, not a wait for something.
 	daemon.stop()
 	outage := time.Now()
 	a.patchConfigMap("both", `{"data":{"from-a":"x"}}`)
@@ -80,7 +81,7 @@ func TestRemoteTwoServersConvergeThroughGitDaemon(t *testing.T) {
 		b.createConfigMap(fmt.Sprintf("from-b-%d", i), map[string]string{"n": fmt.Sprint(i)})
 		want[fmt.Sprintf("from-a-%d", i)] = map[string]string{"n": fmt.Sprint(i)}
 		want[fmt.Sprintf("from-b-%d", i)] = map[string]string{"n": fmt.Sprint(i)}
-		time.Sleep(time.Second)
+		time.Sleep(time.Second) // the next exchange fails meanwhile
 	}
 	want["both"] = map[string]string{"base": "1", "from-a": "x", "from-b": "y"}
 	for _, s := range []*remoteServer{a, b} {
@@ -88,7 +89,7 @@ func TestRemoteTwoServersConvergeThroughGitDaemon(t *testing.T) {
 		_, err := s.kube.CoreV1().ConfigMaps("default").Get(t.Context(), "from-"+s.name+"-7", metav1.GetOptions{})
 		require.NoError(t, err, "a heaven keeps working without its remote")
 	}
-	time.Sleep(time.Until(outage.Add(10 * time.Second)))
+	time.Sleep(time.Until(outage.Add(10 * time.Second))) // the outage lasts 10s
 
 	daemon.start()
 	back := time.Now()
@@ -99,81 +100,56 @@ func TestRemoteTwoServersConvergeThroughGitDaemon(t *testing.T) {
 	assert.Equal(t, a.configMaps(t.Context()), b.configMaps(t.Context()), "nothing lost, nothing different")
 
 	// Converged servers leave the branches alone: no merge commits sent
-	// back and forth.
-	heads := func() []string {
+	// back and forth. Settled is when a, b and the remote hold the same
+	// files (a heaven that holds what the remote holds does not push, so
+	// its head may be another commit of the same tree), read by git from
+	// the ref files, which a store moves just after a commit.
+	repos := []string{a.RepositoryPath(), b.RepositoryPath(), filepath.Join(base, "heavens.git")}
+	revParse := func(t require.TestingT, rev string) []string {
 		var out []string
-		for _, dir := range []string{filepath.Join(a.dataDir, "heavens.git"), filepath.Join(b.dataDir, "heavens.git"), filepath.Join(base, "heavens.git")} {
-			out = append(out, remoteGitOutput(t, "--git-dir", dir, "rev-parse", "refs/heads/"+sharedHeaven))
+		for _, dir := range repos {
+			out = append(out, strings.TrimSpace(framework.Git(t, "--git-dir", dir, "rev-parse", rev)))
 		}
 		return out
 	}
-	time.Sleep(2 * time.Second) // a store moves the git ref just after a commit
-	settled := heads()
-	time.Sleep(5 * time.Second) // five exchanges on each side
-	assert.Equal(t, settled, heads(), "heads of a, b and the remote")
+	branch := "refs/heads/" + sharedHeaven
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		trees := revParse(c, branch+"^{tree}")
+		assert.Equal(c, []string{trees[0], trees[0], trees[0]}, trees, "trees of a, b and the remote")
+	}, remoteTimeout, remoteTick, "a, b and the remote hold the same files")
+	// Then five exchanges on each side (a real passage of time), polled:
+	// no head moves.
+	settled := revParse(t, branch)
+	quiet := time.NewTicker(250 * time.Millisecond)
+	defer quiet.Stop()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); <-quiet.C {
+		require.Equal(t, settled, revParse(t, branch), "heads of a, b and the remote")
+	}
 }
 
 // remoteServer is a heaven-server running in the test process, with a
 // client of its heaven "shared".
 type remoteServer struct {
-	t       *testing.T
-	name    string
-	dataDir string
-	url     string
-	root    dynamic.Interface
-	kube    kubernetes.Interface
+	*framework.HeavenServer
+	t    *testing.T
+	name string
+	root dynamic.Interface
+	kube kubernetes.Interface // of heaven "shared"
 }
 
 const sharedHeaven = "shared"
 
-// remoteTimeout bounds each wait of the remote tests.
-const remoteTimeout = 90 * time.Second
+const (
+	// remoteTimeout bounds each wait of the remote tests.
+	remoteTimeout = 90 * time.Second
+	// remoteTick is how often their conditions are checked.
+	remoteTick = 200 * time.Millisecond
+)
 
 func startRemoteServer(t *testing.T, name string) *remoteServer {
 	t.Helper()
-	o := server.NewOptions()
-	o.DataDir = t.TempDir()
-	o.SecurePort = 0
-	require.Empty(t, o.Validate())
-	cfg, err := o.Config()
-	require.NoError(t, err)
-	s, err := cfg.Complete().New()
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			assert.NoError(t, err)
-		case <-time.After(60 * time.Second):
-			t.Errorf("heaven-server %s did not stop within 60s", name)
-		}
-	})
-	rs := &remoteServer{t: t, name: name, dataDir: o.DataDir, url: s.URL()}
-	root, err := clientcmd.BuildConfigFromFlags(rs.url+server.ClustersPrefix+server.RootHeaven, filepath.Join(o.DataDir, "admin.kubeconfig"))
-	require.NoError(t, err)
-	shared, err := clientcmd.BuildConfigFromFlags(rs.url+server.ClustersPrefix+sharedHeaven, filepath.Join(o.DataDir, "admin.kubeconfig"))
-	require.NoError(t, err)
-	rs.root, rs.kube = dynamic.NewForConfigOrDie(root), kubernetes.NewForConfigOrDie(shared)
-	rs.eventually("the root heaven serves Heaven objects", func(ctx context.Context) error {
-		_, err := rs.root.Resource(v1alpha1.HeavensResource).List(ctx, metav1.ListOptions{})
-		return err
-	})
-	return rs
-}
-
-// eventually polls check until it succeeds, failing the test with its last
-// error after remoteTimeout.
-func (s *remoteServer) eventually(what string, check func(ctx context.Context) error) {
-	s.t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(s.t.Context(), 200*time.Millisecond, remoteTimeout, true, func(ctx context.Context) (bool, error) {
-		last = check(ctx)
-		return last == nil, nil
-	})
-	require.NoError(s.t, err, "server %s: waiting for %s: %v", s.name, what, last)
+	hs := framework.StartHeavenServer(t, nil)
+	return &remoteServer{HeavenServer: hs, t: t, name: name, root: hs.Dynamic(server.RootHeaven), kube: hs.Kube(sharedHeaven)}
 }
 
 func (s *remoteServer) createHeaven(spec map[string]any) {
@@ -199,17 +175,14 @@ func (s *remoteServer) heaven(ctx context.Context) (*v1alpha1.Heaven, error) {
 // status and reason.
 func (s *remoteServer) waitRemoteCondition(what string, status metav1.ConditionStatus, reason string) {
 	s.t.Helper()
-	s.eventually(what, func(ctx context.Context) error {
+	require.EventuallyWithT(s.t, func(c *assert.CollectT) {
+		ctx := s.t.Context()
 		h, err := s.heaven(ctx)
-		if err != nil {
-			return err
-		}
-		c := meta.FindStatusCondition(h.Status.Conditions, v1alpha1.ConditionRemoteSynced)
-		if c == nil || c.Status != status || c.Reason != reason {
-			return fmt.Errorf("condition %s is %+v, status.remote %+v", v1alpha1.ConditionRemoteSynced, c, h.Status.Remote)
-		}
-		return nil
-	})
+		require.NoError(c, err)
+		cond := meta.FindStatusCondition(h.Status.Conditions, v1alpha1.ConditionRemoteSynced)
+		assert.Truef(c, cond != nil && cond.Status == status && cond.Reason == reason,
+			"condition %s is %+v, status.remote %+v", v1alpha1.ConditionRemoteSynced, cond, h.Status.Remote)
+	}, remoteTimeout, remoteTick, "server %s: %s", s.name, what)
 }
 
 // waitRemoteSynced waits until the heaven is Ready and has exchanged with
@@ -217,16 +190,13 @@ func (s *remoteServer) waitRemoteCondition(what string, status metav1.ConditionS
 func (s *remoteServer) waitRemoteSynced(what string) {
 	s.t.Helper()
 	s.waitRemoteCondition(what, metav1.ConditionTrue, v1alpha1.ReasonRemoteSynced)
-	s.eventually(what+" (Ready)", func(ctx context.Context) error {
+	require.EventuallyWithT(s.t, func(c *assert.CollectT) {
+		ctx := s.t.Context()
 		h, err := s.heaven(ctx)
-		if err != nil {
-			return err
-		}
-		if h.Status.Phase != v1alpha1.HeavenPhaseReady || h.Status.Remote == nil || h.Status.Remote.RemoteCommit == "" {
-			return fmt.Errorf("phase %q, status.remote %+v", h.Status.Phase, h.Status.Remote)
-		}
-		return nil
-	})
+		require.NoError(c, err)
+		assert.Truef(c, h.Status.Phase == v1alpha1.HeavenPhaseReady && h.Status.Remote != nil && h.Status.Remote.RemoteCommit != "",
+			"phase %q, status.remote %+v", h.Status.Phase, h.Status.Remote)
+	}, remoteTimeout, remoteTick, "server %s: %s (Ready)", s.name, what)
 }
 
 func (s *remoteServer) createConfigMap(name string, data map[string]string) {
@@ -262,13 +232,10 @@ func (s *remoteServer) configMaps(ctx context.Context) map[string]map[string]str
 func waitConfigMaps(t *testing.T, what string, want map[string]map[string]string, servers ...*remoteServer) {
 	t.Helper()
 	for _, s := range servers {
-		s.eventually(what, func(ctx context.Context) error {
-			got := s.configMaps(ctx)
-			if fmt.Sprint(got) != fmt.Sprint(want) {
-				return fmt.Errorf("configmaps %s, want %s", names(got), names(want))
-			}
-			return nil
-		})
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			got := s.configMaps(t.Context())
+			assert.Equalf(c, fmt.Sprint(want), fmt.Sprint(got), "configmaps %s, want %s", names(got), names(want))
+		}, remoteTimeout, remoteTick, "server %s: %s", s.name, what)
 	}
 }
 
@@ -307,19 +274,17 @@ func (d *gitDaemon) start() {
 	_, port, _ := net.SplitHostPort(d.addr)
 	d.cmd = exec.Command("git", "daemon", "--reuseaddr", "--export-all", "--enable=receive-pack",
 		"--listen=127.0.0.1", "--port="+port, "--base-path="+d.base, d.base)
-	d.cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+	d.cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+os.DevNull)
 	// `git daemon` runs git-daemon as its child, which forks a process per
 	// connection: a process group of their own is stopped as a whole.
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	require.NoError(d.t, d.cmd.Start())
-	err := wait.PollUntilContextTimeout(d.t.Context(), 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		c, err := net.Dial("tcp", d.addr)
-		if err == nil {
-			c.Close()
+	require.EventuallyWithT(d.t, func(c *assert.CollectT) {
+		conn, err := net.Dial("tcp", d.addr)
+		if assert.NoError(c, err) {
+			conn.Close()
 		}
-		return err == nil, nil
-	})
-	require.NoError(d.t, err, "git daemon does not listen on %s", d.addr)
+	}, 10*time.Second, 20*time.Millisecond, "git daemon listening on %s", d.addr)
 }
 
 // stop kills the daemon and its connections in flight.
@@ -330,18 +295,4 @@ func (d *gitDaemon) stop() {
 	_ = syscall.Kill(-d.cmd.Process.Pid, syscall.SIGKILL)
 	_ = d.cmd.Wait()
 	d.cmd = nil
-}
-
-func remoteGit(t *testing.T, args ...string) {
-	t.Helper()
-	remoteGitOutput(t, args...)
-}
-
-func remoteGitOutput(t *testing.T, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "git %v: %s", args, out)
-	return strings.TrimSpace(string(out))
 }

@@ -48,12 +48,12 @@ const stableFor = 3 * time.Second
 // in the test process, as cmd/syncer runs it.
 func TestSyncer(t *testing.T) {
 	phys := framework.StartCluster(t, "phys")
-	hs := startHeavenServer(t)
+	hs := framework.StartHeavenServer(t, nil)
 	createCRD(t, apiextensionsclient.NewForConfigOrDie(phys.RESTConfig()), widgetCRD())
 
 	const heaven, target, ns = "team-a", "phys", "demo"
 	e := &syncEnv{t: t, hs: hs, phys: phys, heaven: heaven, target: target, ns: ns,
-		up: hs.kube(heaven), upDyn: hs.dynamic(heaven), down: phys.Client(), downDyn: dynamic.NewForConfigOrDie(phys.RESTConfig()),
+		up: hs.Kube(heaven), upDyn: hs.Dynamic(heaven), down: phys.Client(), downDyn: dynamic.NewForConfigOrDie(phys.RESTConfig()),
 		downNS: syncer.DownstreamNamespace(heaven, target, ns)}
 	// The flag asks for three resources, the SyncTarget for three more:
 	// a built-in type to build from OpenAPI and two that cannot be synced.
@@ -67,13 +67,11 @@ func TestSyncer(t *testing.T) {
 	run := e.startSyncer("configmaps,secrets,deployments.apps,widgets.example.com")
 
 	t.Run("types are taught to the heaven and reported", func(t *testing.T) {
-		syncEventually(t, "widgets and ingresses served by the heaven", func(ctx context.Context) error {
-			if err := crdEstablished(ctx, hs.crds(heaven), "widgets.example.com"); err != nil {
-				return err
-			}
-			return crdEstablished(ctx, hs.crds(heaven), "ingresses.networking.k8s.io")
-		})
-		crd, err := hs.crds(heaven).ApiextensionsV1().CustomResourceDefinitions().Get(t.Context(), "ingresses.networking.k8s.io", metav1.GetOptions{})
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			assert.NoError(c, crdEstablished(t.Context(), hs.CRDs(heaven), "widgets.example.com"))
+			assert.NoError(c, crdEstablished(t.Context(), hs.CRDs(heaven), "ingresses.networking.k8s.io"))
+		}, syncTimeout, syncTick, "widgets and ingresses served by the heaven")
+		crd, err := hs.CRDs(heaven).ApiextensionsV1().CustomResourceDefinitions().Get(t.Context(), "ingresses.networking.k8s.io", metav1.GetOptions{})
 		require.NoError(t, err)
 		assert.Equal(t, string(v1alpha1.TypeSourceOpenAPI), crd.Annotations[syncer.CRDSourceAnnotation])
 		assert.NotNil(t, crd.Spec.Versions[0].Subresources.Status, "ingress status subresource")
@@ -176,15 +174,14 @@ func TestSyncer(t *testing.T) {
 			"phase": "Ready", "observedGeneration": down.GetGeneration()}, "status"))
 		_, err = e.downDyn.Resource(widgetsGVR).Namespace(e.downNS).UpdateStatus(t.Context(), down, metav1.UpdateOptions{})
 		require.NoError(t, err)
-		syncEventually(t, "widget status in the heaven", func(ctx context.Context) error {
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			ctx := t.Context()
 			up, err := e.upDyn.Resource(widgetsGVR).Namespace(ns).Get(ctx, "w1", metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
+			require.NoError(c, err)
 			phase, _, _ := unstructured.NestedString(up.Object, "status", "phase")
 			observed, _, _ := unstructured.NestedInt64(up.Object, "status", "observedGeneration")
-			return expect(phase == "Ready" && observed == up.GetGeneration(), "status %v, generation %d", up.Object["status"], up.GetGeneration())
-		})
+			assert.Truef(c, phase == "Ready" && observed == up.GetGeneration(), "status %v, generation %d", up.Object["status"], up.GetGeneration())
+		}, syncTimeout, syncTick, "widget status in the heaven")
 	})
 
 	t.Run("updates upstream flow down", func(t *testing.T) {
@@ -192,15 +189,14 @@ func TestSyncer(t *testing.T) {
 		e.waitDownstreamConfigMap("app-config", func(cm *corev1.ConfigMap) error {
 			return expect(cm.Data["color"] == "green", "data %v", cm.Data)
 		})
-		syncEventually(t, "updating secret creds", func(ctx context.Context) error {
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			ctx := t.Context()
 			sec, err := e.up.CoreV1().Secrets(ns).Get(ctx, "creds", metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
+			require.NoError(c, err)
 			sec.Data["token"] = []byte("rotated")
 			_, err = e.up.CoreV1().Secrets(ns).Update(ctx, sec, metav1.UpdateOptions{})
-			return err
-		})
+			assert.NoError(c, err)
+		}, syncTimeout, syncTick, "updating secret creds")
 		e.waitDownstreamSecret("creds", "rotated")
 		d, err := e.up.AppsV1().Deployments(ns).Get(t.Context(), "web", metav1.GetOptions{})
 		require.NoError(t, err)
@@ -275,18 +271,17 @@ func TestSyncer(t *testing.T) {
 		}, metav1.CreateOptions{})
 		require.NoError(t, err)
 		e.createConfigMap("squatter", true, map[string]string{"owner": "heaven"})
-		syncEventually(t, "a NotOwned event on the heaven's squatter", func(ctx context.Context) error {
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			ctx := t.Context()
 			events, err := e.up.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=squatter"})
-			if err != nil {
-				return err
-			}
+			require.NoError(c, err)
 			for _, ev := range events.Items {
 				if ev.Reason == "NotOwned" && ev.Type == corev1.EventTypeWarning {
-					return nil
+					return
 				}
 			}
-			return fmt.Errorf("%d events, none NotOwned", len(events.Items))
-		})
+			c.Errorf("%d events, none NotOwned", len(events.Items))
+		}, syncTimeout, syncTick, "a NotOwned event on the heaven's squatter")
 		e.waitSyncTarget("the failure counted", func(st *v1alpha1.SyncTarget) error {
 			for _, r := range st.Status.Resources {
 				if r.Resource == "configmaps" {
@@ -315,13 +310,12 @@ func TestSyncer(t *testing.T) {
 	t.Run("removing the label deletes the downstream copy", func(t *testing.T) {
 		e.updateConfigMap("after-squatter", func(cm *corev1.ConfigMap) { delete(cm.Labels, v1alpha1.ClusterLabel) })
 		e.waitDownstreamGone(corev1.SchemeGroupVersion.WithResource("configmaps"), "after-squatter")
-		syncEventually(t, "the finalizer released", func(ctx context.Context) error {
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			ctx := t.Context()
 			cm, err := e.up.CoreV1().ConfigMaps(ns).Get(ctx, "after-squatter", metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			return expect(len(cm.Finalizers) == 0, "finalizers %v", cm.Finalizers)
-		})
+			require.NoError(c, err)
+			assert.Truef(c, len(cm.Finalizers) == 0, "finalizers %v", cm.Finalizers)
+		}, syncTimeout, syncTick, "the finalizer released")
 	})
 
 	t.Run("deleting upstream deletes downstream first", func(t *testing.T) {
@@ -396,7 +390,7 @@ func TestSyncer(t *testing.T) {
 	t.Run("two heavens sync the same namespace to one cluster without colliding", func(t *testing.T) {
 		// SyncTargets live in root: team-b's is another one.
 		other := &syncEnv{t: t, hs: hs, phys: phys, heaven: "team-b", target: target + "-b", ns: ns,
-			up: hs.kube("team-b"), upDyn: hs.dynamic("team-b"), down: e.down, downDyn: e.downDyn,
+			up: hs.Kube("team-b"), upDyn: hs.Dynamic("team-b"), down: e.down, downDyn: e.downDyn,
 			downNS: syncer.DownstreamNamespace("team-b", target+"-b", ns)}
 		require.NotEqual(t, e.downNS, other.downNS)
 		other.setUpHeaven(nil)
@@ -413,14 +407,16 @@ func TestSyncer(t *testing.T) {
 		// (the finalizers hold them meanwhile), then the downstream
 		// namespace; the other heaven's stays.
 		require.NoError(t, other.up.CoreV1().Namespaces().Delete(t.Context(), ns, metav1.DeleteOptions{}))
-		syncEventually(t, "namespace demo gone from team-b", func(ctx context.Context) error {
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			ctx := t.Context()
 			_, err := other.up.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-			return expectNotFound(err)
-		})
-		syncEventually(t, "team-b's downstream namespace gone", func(ctx context.Context) error {
+			assertNotFound(c, err)
+		}, syncTimeout, syncTick, "namespace demo gone from team-b")
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			ctx := t.Context()
 			_, err := other.down.CoreV1().Namespaces().Get(ctx, other.downNS, metav1.GetOptions{})
-			return expectNotFound(err)
-		})
+			assertNotFound(c, err)
+		}, syncTimeout, syncTick, "team-b's downstream namespace gone")
 		_, err := e.down.CoreV1().Namespaces().Get(t.Context(), e.downNS, metav1.GetOptions{})
 		require.NoError(t, err)
 	})
@@ -429,7 +425,7 @@ func TestSyncer(t *testing.T) {
 // syncEnv is one heaven, its namespace under test and the physical cluster.
 type syncEnv struct {
 	t                  *testing.T
-	hs                 *heavenServer
+	hs                 *framework.HeavenServer
 	phys               *framework.Cluster
 	heaven, target, ns string
 	downNS             string
@@ -447,7 +443,7 @@ func (e *syncEnv) setUpHeaven(resources []string) {
 	ctx := t.Context()
 	_, err := e.up.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ns}}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	e.hs.createSyncTarget(&v1alpha1.SyncTarget{
+	createSyncTarget(t, e.hs, &v1alpha1.SyncTarget{
 		ObjectMeta: metav1.ObjectMeta{Name: e.target},
 		Spec:       v1alpha1.SyncTargetSpec{Heaven: e.heaven, Resources: resources},
 	})
@@ -466,7 +462,7 @@ func (e *syncEnv) startSyncer(resources string) *syncerRun {
 	t := e.t
 	t.Helper()
 	o := syncer.NewOptions()
-	o.UpstreamKubeconfig = e.hs.writeKubeconfig(e.heaven)
+	o.UpstreamKubeconfig = writeKubeconfig(t, e.hs, e.heaven)
 	o.DownstreamKubeconfig = e.phys.Kubeconfig
 	o.SyncTarget = e.target
 	o.Resources = strings.Split(resources, ",")
@@ -559,41 +555,38 @@ func (e *syncEnv) createSecret(name string, data map[string][]byte) {
 // token.
 func (e *syncEnv) waitDownstreamSecret(name, token string) {
 	e.t.Helper()
-	syncEventually(e.t, "secret "+name+" downstream", func(ctx context.Context) error {
+	require.EventuallyWithT(e.t, func(c *assert.CollectT) {
+		ctx := e.t.Context()
 		sec, err := e.down.CoreV1().Secrets(e.downNS).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		return expect(string(sec.Data["token"]) == token, "token %q", sec.Data["token"])
-	})
+		require.NoError(c, err)
+		assert.Truef(c, string(sec.Data["token"]) == token, "token %q", sec.Data["token"])
+	}, syncTimeout, syncTick, "secret "+name+" downstream")
 }
 
 // updateConfigMap changes a heaven configmap, retrying on conflicts (the
 // syncer writes its finalizer).
 func (e *syncEnv) updateConfigMap(name string, change func(*corev1.ConfigMap)) {
 	e.t.Helper()
-	syncEventually(e.t, "updating configmap "+name, func(ctx context.Context) error {
+	require.EventuallyWithT(e.t, func(c *assert.CollectT) {
+		ctx := e.t.Context()
 		cm, err := e.up.CoreV1().ConfigMaps(e.ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
+		require.NoError(c, err)
 		change(cm)
 		_, err = e.up.CoreV1().ConfigMaps(e.ns).Update(ctx, cm, metav1.UpdateOptions{})
-		return err
-	})
+		assert.NoError(c, err)
+	}, syncTimeout, syncTick, "updating configmap "+name)
 }
 
 func (e *syncEnv) updateIngress(name string, change func(*unstructured.Unstructured)) {
 	e.t.Helper()
-	syncEventually(e.t, "updating ingress "+name, func(ctx context.Context) error {
+	require.EventuallyWithT(e.t, func(c *assert.CollectT) {
+		ctx := e.t.Context()
 		u, err := e.upDyn.Resource(ingressesGVR).Namespace(e.ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
+		require.NoError(c, err)
 		change(u)
 		_, err = e.upDyn.Resource(ingressesGVR).Namespace(e.ns).Update(ctx, u, metav1.UpdateOptions{})
-		return err
-	})
+		assert.NoError(c, err)
+	}, syncTimeout, syncTick, "updating ingress "+name)
 }
 
 func (e *syncEnv) createDeployment(name string, replicas int32) {
@@ -659,68 +652,69 @@ func toAny(m map[string]string) map[string]any {
 func (e *syncEnv) waitSyncTarget(what string, check func(*v1alpha1.SyncTarget) error) *v1alpha1.SyncTarget {
 	e.t.Helper()
 	var st v1alpha1.SyncTarget
-	syncEventually(e.t, what, func(ctx context.Context) error {
-		u, err := e.hs.dynamic(server.RootHeaven).Resource(v1alpha1.SyncTargetsResource).Get(ctx, e.target, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
+	require.EventuallyWithT(e.t, func(c *assert.CollectT) {
+		ctx := e.t.Context()
+		u, err := e.hs.Dynamic(server.RootHeaven).Resource(v1alpha1.SyncTargetsResource).Get(ctx, e.target, metav1.GetOptions{})
+		require.NoError(c, err)
 		st = v1alpha1.SyncTarget{}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &st); err != nil {
-			return err
-		}
-		return check(&st)
-	})
+		require.NoError(c, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &st))
+		assert.NoError(c, check(&st))
+	}, syncTimeout, syncTick, what)
 	return &st
 }
 
 func (e *syncEnv) waitDownstreamConfigMap(name string, check func(*corev1.ConfigMap) error) *corev1.ConfigMap {
 	e.t.Helper()
 	var cm *corev1.ConfigMap
-	syncEventually(e.t, "configmap "+name+" downstream", func(ctx context.Context) (err error) {
-		if cm, err = e.down.CoreV1().ConfigMaps(e.downNS).Get(ctx, name, metav1.GetOptions{}); err != nil || check == nil {
-			return err
+	require.EventuallyWithT(e.t, func(c *assert.CollectT) {
+		var err error
+		cm, err = e.down.CoreV1().ConfigMaps(e.downNS).Get(e.t.Context(), name, metav1.GetOptions{})
+		require.NoError(c, err)
+		if check != nil {
+			assert.NoError(c, check(cm))
 		}
-		return check(cm)
-	})
+	}, syncTimeout, syncTick, "configmap "+name+" downstream")
 	return cm
 }
 
 func (e *syncEnv) waitDownstream(gvr schema.GroupVersionResource, name string, check func(*unstructured.Unstructured) error) {
 	e.t.Helper()
-	syncEventually(e.t, gvr.Resource+" "+name+" downstream", func(ctx context.Context) error {
+	require.EventuallyWithT(e.t, func(c *assert.CollectT) {
+		ctx := e.t.Context()
 		u, err := e.downDyn.Resource(gvr).Namespace(e.downNS).Get(ctx, name, metav1.GetOptions{})
-		if err != nil || check == nil {
-			return err
+		require.NoError(c, err)
+		if check != nil {
+			assert.NoError(c, check(u))
 		}
-		return check(u)
-	})
+	}, syncTimeout, syncTick, gvr.Resource+" "+name+" downstream")
 }
 
 func (e *syncEnv) waitDownstreamGone(gvr schema.GroupVersionResource, name string) {
 	e.t.Helper()
-	syncEventually(e.t, gvr.Resource+" "+name+" gone downstream", func(ctx context.Context) error {
+	require.EventuallyWithT(e.t, func(c *assert.CollectT) {
+		ctx := e.t.Context()
 		_, err := e.downDyn.Resource(gvr).Namespace(e.downNS).Get(ctx, name, metav1.GetOptions{})
-		return expectNotFound(err)
-	})
+		assertNotFound(c, err)
+	}, syncTimeout, syncTick, gvr.Resource+" "+name+" gone downstream")
 }
 
 func (e *syncEnv) waitUpstreamGone(gvr schema.GroupVersionResource, name string) {
 	e.t.Helper()
-	syncEventually(e.t, gvr.Resource+" "+name+" gone from the heaven", func(ctx context.Context) error {
+	require.EventuallyWithT(e.t, func(c *assert.CollectT) {
+		ctx := e.t.Context()
 		_, err := e.upDyn.Resource(gvr).Namespace(e.ns).Get(ctx, name, metav1.GetOptions{})
-		return expectNotFound(err)
-	})
+		assertNotFound(c, err)
+	}, syncTimeout, syncTick, gvr.Resource+" "+name+" gone from the heaven")
 }
 
 func (e *syncEnv) waitUpstreamDeployment(name string, check func(*appsv1.Deployment) error) {
 	e.t.Helper()
-	syncEventually(e.t, "deployment "+name+" in the heaven", func(ctx context.Context) error {
+	require.EventuallyWithT(e.t, func(c *assert.CollectT) {
+		ctx := e.t.Context()
 		d, err := e.up.AppsV1().Deployments(e.ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		return check(d)
-	})
+		require.NoError(c, err)
+		assert.NoError(c, check(d))
+	}, syncTimeout, syncTick, "deployment "+name+" in the heaven")
 }
 
 // deploymentObserved checks that a heaven Deployment carries the status
@@ -747,16 +741,6 @@ func expect(ok bool, format string, args ...any) error {
 	return fmt.Errorf(format, args...)
 }
 
-func expectNotFound(err error) error {
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil
-	case err != nil:
-		return err
-	default:
-		return fmt.Errorf("still there")
-	}
-}
 
 // widgetCRD is a type only the physical cluster has at first.
 func widgetCRD() *apiextensionsv1.CustomResourceDefinition {

@@ -3,9 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -23,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
@@ -88,10 +84,11 @@ func setUpWorkspaces(t *testing.T, hs *framework.HeavenServer) *workspaceEnv {
 	e.applyCRD(t, wsCtrl)
 	for _, h := range []string{wsMain, wsCtrl} {
 		e.widgets[h] = hs.Dynamic(h).Resource(widgetcontroller.Resource).Namespace(wsNamespace)
-		wsEventually(t, "widgets served in "+h, time.Minute, func(ctx context.Context) error {
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			ctx := t.Context()
 			_, err := e.widgets[h].List(ctx, metav1.ListOptions{})
-			return err
-		})
+			assert.NoError(c, err)
+		}, time.Minute, wsPollInterval, "widgets served in "+h)
 	}
 
 	// .spec is main's, .status is ctrl's; anything else main's.
@@ -160,9 +157,11 @@ func (e *workspaceEnv) testConverge(t *testing.T) {
 	e.createWidget(t, wsMain, "w2", 8)
 	e.record(t, "second widget created in main", e.waitConverged(t, "w2", 8))
 	require.NoError(t, e.widgets[wsMain].Delete(t.Context(), "w2", metav1.DeleteOptions{}))
-	e.record(t, "delete in main reaches ctrl", wsEventually(t, "w2 gone from ctrl", wsConvergeTimeout, func(ctx context.Context) error {
-		_, err := e.widgets[wsCtrl].Get(ctx, "w2", metav1.GetOptions{})
-		return wsExpectNotFound(err)
+	e.record(t, "delete in main reaches ctrl", timed(func() {
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			_, err := e.widgets[wsCtrl].Get(t.Context(), "w2", metav1.GetOptions{})
+			assertNotFound(c, err)
+		}, wsConvergeTimeout, wsPollInterval, "w2 gone from ctrl")
 	}))
 }
 
@@ -239,47 +238,47 @@ func (e *workspaceEnv) testConflict(t *testing.T) {
 	// generation it has not observed (pkg/merge takes the next one).
 	assert.Greater(t, after.GetGeneration(), before.GetGeneration(), "the merged spec has a new generation")
 
-	wsEventually(t, "a MergeConflict Event for .spec.size in root", wsConvergeTimeout, func(ctx context.Context) error {
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		ctx := t.Context()
 		events, err := e.hs.Kube(server.RootHeaven).CoreV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return err
-		}
+		require.NoError(c, err)
 		for _, ev := range events.Items {
 			if ev.InvolvedObject.Kind == v1alpha1.AutomatedMergeKind && ev.InvolvedObject.Name == wsMainToCtrl &&
 				ev.Reason == "MergeConflict" && ev.Type == corev1.EventTypeWarning &&
 				strings.Contains(ev.Message, wsWidgetObjectInStatus+" .spec.size") && strings.Contains(ev.Message, string(v1alpha1.PreferSource)) {
-				return nil
+				return
 			}
 		}
-		return fmt.Errorf("none among %d Events", len(events.Items))
-	})
+		c.Errorf("none among %d Events", len(events.Items))
+	}, wsConvergeTimeout, wsPollInterval, "a MergeConflict Event for .spec.size in root")
 }
 
 // testQuiet: once converged, neither branch moves: the last merge in
 // either direction finds nothing to do, the controller nothing to write.
 func (e *workspaceEnv) testQuiet(t *testing.T) {
 	var heads [2]string
-	settle := wsEventually(t, "one branch's head is the last merge of the other's", wsConvergeTimeout, func(ctx context.Context) error {
-		heads = e.heads(t)
-		byHeaven := map[string]string{wsMain: heads[0], wsCtrl: heads[1]}
-		for _, name := range []string{wsMainToCtrl, wsCtrlToMain} {
-			am, err := e.merge(ctx, name)
-			if err != nil {
-				return err
+	settle := timed(func() {
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			heads = e.heads(c)
+			byHeaven := map[string]string{wsMain: heads[0], wsCtrl: heads[1]}
+			for _, name := range []string{wsMainToCtrl, wsCtrlToMain} {
+				am, err := e.merge(t.Context(), name)
+				require.NoError(c, err)
+				if s := am.Status.Sources; len(s) == 1 && s[0].TargetCommit == byHeaven[am.Spec.Target] && s[0].SourceCommit == byHeaven[s[0].Heaven] {
+					return
+				}
 			}
-			if s := am.Status.Sources; len(s) == 1 && s[0].TargetCommit == byHeaven[am.Spec.Target] && s[0].SourceCommit == byHeaven[s[0].Heaven] {
-				return nil
-			}
-		}
-		return fmt.Errorf("heads main %s, ctrl %s", heads[0], heads[1])
+			c.Errorf("heads main %s, ctrl %s", heads[0], heads[1])
+		}, wsConvergeTimeout, wsPollInterval, "one branch's head is the last merge of the other's")
 	})
 	merges := e.mergeStatuses(t)
 	revisions := e.revisions(t)
 	writes := e.controller.StatusWrites()
 
-	deadline := time.Now().Add(wsQuietFor)
-	for time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
+	// Quiet for wsQuietFor, a real passage of time, polled.
+	quiet := time.NewTicker(100 * time.Millisecond)
+	defer quiet.Stop()
+	for deadline := time.Now().Add(wsQuietFor); time.Now().Before(deadline); <-quiet.C {
 		require.Equal(t, heads, e.heads(t), "a branch moved although nothing changed")
 		require.Equal(t, revisions, e.revisions(t), "a heaven's revision moved although nothing changed")
 	}
@@ -305,16 +304,15 @@ func (e *workspaceEnv) createHeaven(t *testing.T, name string, fork *v1alpha1.Fo
 	}
 	_, err := e.root.Resource(v1alpha1.HeavensResource).Create(t.Context(), wsUnstructured(t, h), metav1.CreateOptions{})
 	require.NoError(t, err)
-	wsEventually(t, "Heaven "+name+" Ready", time.Minute, func(ctx context.Context) error {
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		ctx := t.Context()
 		u, err := e.root.Resource(v1alpha1.HeavensResource).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
+		require.NoError(c, err)
 		if phase, _, _ := unstructured.NestedString(u.Object, "status", "phase"); phase != string(v1alpha1.HeavenPhaseReady) {
-			return fmt.Errorf("phase %q", phase)
+			c.Errorf("phase %q", phase)
+			return
 		}
-		return nil
-	})
+	}, time.Minute, wsPollInterval, "Heaven "+name+" Ready")
 }
 
 // applyCRD creates the Widget CRD in heaven unless it is there already,
@@ -326,18 +324,17 @@ func (e *workspaceEnv) applyCRD(t *testing.T, heaven string) {
 	if _, err := crds.Create(t.Context(), crd, metav1.CreateOptions{}); !apierrors.IsAlreadyExists(err) {
 		require.NoError(t, err)
 	}
-	wsEventually(t, crd.Name+" established in "+heaven, time.Minute, func(ctx context.Context) error {
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		ctx := t.Context()
 		got, err := crds.Get(ctx, crd.Name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
+		require.NoError(c, err)
 		for _, c := range got.Status.Conditions {
 			if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
-				return nil
+				return
 			}
 		}
-		return fmt.Errorf("conditions %+v", got.Status.Conditions)
-	})
+		c.Errorf("conditions %+v", got.Status.Conditions)
+	}, time.Minute, wsPollInterval, crd.Name+" established in "+heaven)
 }
 
 func (e *workspaceEnv) createMerge(t *testing.T, name, source, target string, policy v1alpha1.ConflictPolicy) {
@@ -364,13 +361,12 @@ func (e *workspaceEnv) merge(ctx context.Context, name string) (*v1alpha1.Automa
 func (e *workspaceEnv) waitMerge(t *testing.T, name, what string, check func(*v1alpha1.AutomatedMerge) error) *v1alpha1.AutomatedMerge {
 	t.Helper()
 	var am *v1alpha1.AutomatedMerge
-	wsEventually(t, name+": "+what, wsConvergeTimeout, func(ctx context.Context) error {
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		var err error
-		if am, err = e.merge(ctx, name); err != nil {
-			return err
-		}
-		return check(am)
-	})
+		am, err = e.merge(t.Context(), name)
+		require.NoError(c, err)
+		assert.NoError(c, check(am))
+	}, wsConvergeTimeout, wsPollInterval, name+": "+what)
 	return am
 }
 
@@ -430,12 +426,12 @@ func (e *workspaceEnv) setSize(t *testing.T, heaven, name string, size int64) {
 // heaven, and returns how long it took.
 func (e *workspaceEnv) waitStatus(t *testing.T, heaven, name string, size int64) time.Duration {
 	t.Helper()
-	return wsEventually(t, fmt.Sprintf("%s's %s reported at size %d", heaven, name, size), wsConvergeTimeout, func(ctx context.Context) error {
-		w, err := e.widgets[heaven].Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		return wsExpectReported(w, size)
+	return timed(func() {
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			w, err := e.widgets[heaven].Get(t.Context(), name, metav1.GetOptions{})
+			require.NoError(c, err)
+			assert.NoError(c, wsExpectReported(w, size))
+		}, wsConvergeTimeout, wsPollInterval, "%s's %s reported at size %d", heaven, name, size)
 	})
 }
 
@@ -444,31 +440,26 @@ func (e *workspaceEnv) waitStatus(t *testing.T, heaven, name string, size int64)
 // both, and returns how long it took.
 func (e *workspaceEnv) waitConverged(t *testing.T, name string, size int64) time.Duration {
 	t.Helper()
-	return wsEventually(t, fmt.Sprintf("%s converged at size %d", name, size), wsConvergeTimeout, func(ctx context.Context) error {
-		var sides []*unstructured.Unstructured
-		for _, h := range []string{wsMain, wsCtrl} {
-			w, err := e.widgets[h].Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return fmt.Errorf("%s: %w", h, err)
+	return timed(func() {
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			var sides []*unstructured.Unstructured
+			for _, h := range []string{wsMain, wsCtrl} {
+				w, err := e.widgets[h].Get(t.Context(), name, metav1.GetOptions{})
+				require.NoError(c, err, h)
+				require.NoError(c, wsExpectReported(w, size), h)
+				sides = append(sides, w)
 			}
-			if err := wsExpectReported(w, size); err != nil {
-				return fmt.Errorf("%s: %w", h, err)
+			for _, field := range []string{"spec", "status"} {
+				assert.Truef(c, apiequality.Semantic.DeepEqual(sides[0].Object[field], sides[1].Object[field]),
+					"%s differs: main %v, ctrl %v", field, sides[0].Object[field], sides[1].Object[field])
 			}
-			sides = append(sides, w)
-		}
-		for _, field := range []string{"spec", "status"} {
-			if !apiequality.Semantic.DeepEqual(sides[0].Object[field], sides[1].Object[field]) {
-				return fmt.Errorf("%s differs: main %v, ctrl %v", field, sides[0].Object[field], sides[1].Object[field])
-			}
-		}
-		return nil
+		}, wsConvergeTimeout, wsPollInterval, "%s converged at size %d", name, size)
 	})
 }
 
 // heads are the heads of main's and ctrl's branches, read by the git CLI.
-func (e *workspaceEnv) heads(t *testing.T) [2]string {
-	t.Helper()
-	out := strings.Fields(e.git(t, "rev-parse", wsMain, wsCtrl))
+func (e *workspaceEnv) heads(t require.TestingT) [2]string {
+	out := strings.Fields(e.hs.Git(t, "rev-parse", wsMain, wsCtrl))
 	require.Len(t, out, 2)
 	return [2]string{out[0], out[1]}
 }
@@ -486,27 +477,10 @@ func (e *workspaceEnv) revisions(t *testing.T) [2]string {
 	return out
 }
 
-// git runs the git CLI on heaven-server's repository.
-func (e *workspaceEnv) git(t *testing.T, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", append([]string{"--git-dir", filepath.Join(e.hs.DataDir, "heavens.git")}, args...)...)
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "git %v: %s", args, out)
-	return string(out)
-}
-
-// wsEventually polls check until it succeeds, failing the test with its
-// last error after timeout, and returns how long it took.
-func wsEventually(t *testing.T, what string, timeout time.Duration, check func(ctx context.Context) error) time.Duration {
-	t.Helper()
+// timed runs wait and returns how long it took.
+func timed(wait func()) time.Duration {
 	start := time.Now()
-	var last error
-	err := wait.PollUntilContextTimeout(t.Context(), wsPollInterval, timeout, true, func(ctx context.Context) (bool, error) {
-		last = check(ctx)
-		return last == nil, nil
-	})
-	require.NoError(t, err, "waiting for %s: %v", what, last)
+	wait()
 	return time.Since(start)
 }
 
@@ -530,16 +504,6 @@ func wsExpectCondition(am *v1alpha1.AutomatedMerge, typ string, status metav1.Co
 	return nil
 }
 
-func wsExpectNotFound(err error) error {
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err == nil {
-		return fmt.Errorf("still there")
-	}
-	return err
-}
-
 func wsUnstructured(t *testing.T, obj any) *unstructured.Unstructured {
 	t.Helper()
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
@@ -551,6 +515,6 @@ func wsUnstructured(t *testing.T, obj any) *unstructured.Unstructured {
 func (e *workspaceEnv) sizeInGit(t *testing.T, rev string) int64 {
 	t.Helper()
 	var w unstructured.Unstructured
-	require.NoError(t, w.UnmarshalJSON([]byte(e.git(t, "show", rev+":"+wsWidgetObjectInGit))))
+	require.NoError(t, w.UnmarshalJSON([]byte(e.hs.Git(t, "show", rev+":"+wsWidgetObjectInGit))))
 	return widgetcontroller.Size(&w)
 }

@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/heaven-dev/heaven/test/e2e/framework"
 )
 
 const widgetCRD = `apiVersion: apiextensions.k8s.io/v1
@@ -43,88 +45,86 @@ spec:
 
 // TestKubectlVerbs runs every kubectl verb a user needs against one heaven.
 func TestKubectlVerbs(t *testing.T) {
-	ts := startServer(t, "", nil)
+	ts := framework.StartHeavenServer(t, nil)
 	const h = "team-a"
 
 	// create, get with label and field selectors, label, annotate
-	ts.kubectl(h, "", "create", "configmap", "one", "--from-literal=a=b")
-	ts.kubectl(h, "", "create", "configmap", "two", "--from-literal=a=c")
-	ts.kubectl(h, "", "label", "configmap", "one", "tier=web")
-	ts.kubectl(h, "", "annotate", "configmap", "one", "note=hello")
-	assert.Equal(t, "one", ts.kubectl(h, "", "get", "cm", "-l", "tier=web", "-o", "jsonpath={.items[*].metadata.name}"))
-	assert.Equal(t, "two", ts.kubectl(h, "", "get", "cm", "--field-selector", "metadata.name=two", "-o", "jsonpath={.items[*].metadata.name}"))
-	assert.Equal(t, "hello", ts.kubectl(h, "", "get", "cm", "one", "-o", "jsonpath={.metadata.annotations.note}"))
+	ts.Kubectl(t, h, "", "create", "configmap", "one", "--from-literal=a=b")
+	ts.Kubectl(t, h, "", "create", "configmap", "two", "--from-literal=a=c")
+	ts.Kubectl(t, h, "", "label", "configmap", "one", "tier=web")
+	ts.Kubectl(t, h, "", "annotate", "configmap", "one", "note=hello")
+	assert.Equal(t, "one", ts.Kubectl(t, h, "", "get", "cm", "-l", "tier=web", "-o", "jsonpath={.items[*].metadata.name}"))
+	assert.Equal(t, "two", ts.Kubectl(t, h, "", "get", "cm", "--field-selector", "metadata.name=two", "-o", "jsonpath={.items[*].metadata.name}"))
+	assert.Equal(t, "hello", ts.Kubectl(t, h, "", "get", "cm", "one", "-o", "jsonpath={.metadata.annotations.note}"))
 
 	// patch: merge, json, strategic (on a built-in with a keyed list)
-	ts.kubectl(h, "", "patch", "configmap", "one", "--type=merge", "-p", `{"data":{"m":"1"}}`)
-	ts.kubectl(h, "", "patch", "configmap", "one", "--type=json", "-p", `[{"op":"add","path":"/data/j","value":"2"}]`)
-	assert.Equal(t, "1 2", ts.kubectl(h, "", "get", "cm", "one", "-o", "jsonpath={.data.m} {.data.j}"))
-	ts.kubectl(h, "", "create", "deployment", "web", "--image=nginx:1", "--replicas=2")
-	ts.kubectl(h, "", "patch", "deployment", "web", "-p",
+	ts.Kubectl(t, h, "", "patch", "configmap", "one", "--type=merge", "-p", `{"data":{"m":"1"}}`)
+	ts.Kubectl(t, h, "", "patch", "configmap", "one", "--type=json", "-p", `[{"op":"add","path":"/data/j","value":"2"}]`)
+	assert.Equal(t, "1 2", ts.Kubectl(t, h, "", "get", "cm", "one", "-o", "jsonpath={.data.m} {.data.j}"))
+	ts.Kubectl(t, h, "", "create", "deployment", "web", "--image=nginx:1", "--replicas=2")
+	ts.Kubectl(t, h, "", "patch", "deployment", "web", "-p",
 		`{"spec":{"template":{"spec":{"containers":[{"name":"sidecar","image":"busybox"}]}}}}`)
 	assert.ElementsMatch(t, []string{"nginx", "sidecar"},
-		strings.Fields(ts.kubectl(h, "", "get", "deploy", "web", "-o", "jsonpath={.spec.template.spec.containers[*].name}")),
+		strings.Fields(ts.Kubectl(t, h, "", "get", "deploy", "web", "-o", "jsonpath={.spec.template.spec.containers[*].name}")),
 		"a strategic merge patch adds to the containers list by name")
 
 	// scale and the status subresource
-	ts.kubectl(h, "", "scale", "deployment", "web", "--replicas=5")
-	assert.Equal(t, "5", ts.kubectl(h, "", "get", "deploy", "web", "-o", "jsonpath={.spec.replicas}"))
-	ts.kubectl(h, "", "patch", "deployment", "web", "--subresource=status", "--type=merge", "-p", `{"status":{"replicas":5,"readyReplicas":3}}`)
-	assert.Equal(t, "3", ts.kubectl(h, "", "get", "deploy", "web", "--subresource=status", "-o", "jsonpath={.status.readyReplicas}"))
+	ts.Kubectl(t, h, "", "scale", "deployment", "web", "--replicas=5")
+	assert.Equal(t, "5", ts.Kubectl(t, h, "", "get", "deploy", "web", "-o", "jsonpath={.spec.replicas}"))
+	ts.Kubectl(t, h, "", "patch", "deployment", "web", "--subresource=status", "--type=merge", "-p", `{"status":{"replicas":5,"readyReplicas":3}}`)
+	assert.Equal(t, "3", ts.Kubectl(t, h, "", "get", "deploy", "web", "--subresource=status", "-o", "jsonpath={.status.readyReplicas}"))
 
 	// apply, client-side and server-side
 	cm := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: applied\ndata:\n  k: v1\n"
-	ts.kubectl(h, cm, "apply", "-f", "-")
-	ts.kubectl(h, strings.Replace(cm, "k: v1", "k: v2", 1), "apply", "-f", "-")
-	assert.Equal(t, "v2", ts.kubectl(h, "", "get", "cm", "applied", "-o", "jsonpath={.data.k}"))
+	ts.Kubectl(t, h, cm, "apply", "-f", "-")
+	ts.Kubectl(t, h, strings.Replace(cm, "k: v1", "k: v2", 1), "apply", "-f", "-")
+	assert.Equal(t, "v2", ts.Kubectl(t, h, "", "get", "cm", "applied", "-o", "jsonpath={.data.k}"))
 	ssa := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ssa\ndata:\n  k: v\n"
-	ts.kubectl(h, ssa, "apply", "--server-side", "-f", "-")
-	out, err := ts.kubectlErr(h, strings.Replace(ssa, "k: v", "k: other", 1), "apply", "--server-side", "--field-manager=intruder", "-f", "-")
+	ts.Kubectl(t, h, ssa, "apply", "--server-side", "-f", "-")
+	out, err := ts.KubectlErr(t, h, strings.Replace(ssa, "k: v", "k: other", 1), "apply", "--server-side", "--field-manager=intruder", "-f", "-")
 	require.Error(t, err)
 	assert.Contains(t, out, "conflict", "a second field manager conflicts on the same field")
 
 	// edit through $KUBE_EDITOR
 	editor := filepath.Join(t.TempDir(), "editor.sh")
 	require.NoError(t, os.WriteFile(editor, []byte("#!/bin/sh\nsed -i 's/k: v2/k: edited/' \"$1\"\n"), 0o755))
-	cmd := ts.kubectlCmd(h, "edit", "configmap", "applied")
+	cmd := ts.KubectlCmd(t, h, "edit", "configmap", "applied")
 	cmd.Env = append(cmd.Env, "KUBE_EDITOR="+editor)
 	edited, err := cmd.CombinedOutput()
 	require.NoError(t, err, string(edited))
-	assert.Equal(t, "edited", ts.kubectl(h, "", "get", "cm", "applied", "-o", "jsonpath={.data.k}"))
+	assert.Equal(t, "edited", ts.Kubectl(t, h, "", "get", "cm", "applied", "-o", "jsonpath={.data.k}"))
 
 	// CRDs: apply, explain, custom resources with status
-	ts.kubectl(h, widgetCRD, "apply", "-f", "-")
-	eventually(t, 30*time.Second, "widgets served", func() (bool, error) {
-		_, err := ts.kubectlErr(h, "", "get", "widgets")
-		return err == nil, nil
-	})
-	ts.kubectl(h, `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w1"},"spec":{"size":3}}`, "apply", "-f", "-")
-	assert.Contains(t, ts.kubectl(h, "", "explain", "widget.spec"), "How big the widget is.")
-	assert.Contains(t, ts.kubectl(h, "", "explain", "deployment.spec.replicas"), "Number of desired pods")
-	ts.kubectl(h, "", "patch", "widget", "w1", "--subresource=status", "--type=merge", "-p", `{"status":{"ready":true}}`)
-	assert.Equal(t, "true", ts.kubectl(h, "", "get", "widget", "w1", "-o", "jsonpath={.status.ready}"))
-	resources := ts.kubectl(h, "", "api-resources")
+	ts.Kubectl(t, h, widgetCRD, "apply", "-f", "-")
+	waitKubectl(t, ts, h, "widgets served", "get", "widgets")
+	ts.Kubectl(t, h, `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w1"},"spec":{"size":3}}`, "apply", "-f", "-")
+	assert.Contains(t, ts.Kubectl(t, h, "", "explain", "widget.spec"), "How big the widget is.")
+	assert.Contains(t, ts.Kubectl(t, h, "", "explain", "deployment.spec.replicas"), "Number of desired pods")
+	ts.Kubectl(t, h, "", "patch", "widget", "w1", "--subresource=status", "--type=merge", "-p", `{"status":{"ready":true}}`)
+	assert.Equal(t, "true", ts.Kubectl(t, h, "", "get", "widget", "w1", "-o", "jsonpath={.status.ready}"))
+	resources := ts.Kubectl(t, h, "", "api-resources")
 	for _, r := range []string{"configmaps", "namespaces", "secrets", "serviceaccounts", "deployments", "leases", "events", "widgets", "customresourcedefinitions"} {
 		assert.Contains(t, resources, r)
 	}
 
 	// delete with a finalizer: the object stays until the finalizer goes
-	ts.kubectl(h, "", "patch", "configmap", "two", "--type=merge", "-p", `{"metadata":{"finalizers":["example.com/hold"]}}`)
-	ts.kubectl(h, "", "delete", "configmap", "two", "--wait=false")
-	assert.NotEmpty(t, ts.kubectl(h, "", "get", "cm", "two", "-o", "jsonpath={.metadata.deletionTimestamp}"))
-	ts.kubectl(h, "", "patch", "configmap", "two", "--type=merge", "-p", `{"metadata":{"finalizers":null}}`)
-	eventually(t, 10*time.Second, "configmap two gone", func() (bool, error) {
-		out, err := ts.kubectlErr(h, "", "get", "cm", "two")
-		return err != nil && strings.Contains(out, "NotFound"), nil
-	})
+	ts.Kubectl(t, h, "", "patch", "configmap", "two", "--type=merge", "-p", `{"metadata":{"finalizers":["example.com/hold"]}}`)
+	ts.Kubectl(t, h, "", "delete", "configmap", "two", "--wait=false")
+	assert.NotEmpty(t, ts.Kubectl(t, h, "", "get", "cm", "two", "-o", "jsonpath={.metadata.deletionTimestamp}"))
+	ts.Kubectl(t, h, "", "patch", "configmap", "two", "--type=merge", "-p", `{"metadata":{"finalizers":null}}`)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		out, err := ts.KubectlErr(t, h, "", "get", "cm", "two")
+		assert.Error(c, err)
+		assert.Contains(c, out, "NotFound")
+	}, 10*time.Second, kubectlTick, "configmap two gone")
 }
 
 // TestKubectlWatch sees a change through kubectl get -w.
 func TestKubectlWatch(t *testing.T) {
-	ts := startServer(t, "", nil)
+	ts := framework.StartHeavenServer(t, nil)
 	const h = "watcher"
-	ts.kubectl(h, "", "create", "configmap", "first")
-	cmd := ts.kubectlCmd(h, "get", "configmaps", "-w", "-o", "name")
+	ts.Kubectl(t, h, "", "create", "configmap", "first")
+	cmd := ts.KubectlCmd(t, h, "get", "configmaps", "-w", "-o", "name")
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
@@ -153,49 +153,48 @@ func TestKubectlWatch(t *testing.T) {
 		}
 	}
 	expect("configmap/first")
-	ts.kubectl(h, "", "create", "configmap", "second")
+	ts.Kubectl(t, h, "", "create", "configmap", "second")
 	expect("configmap/second")
 }
 
 // TestCRDIsolation: a CRD in one heaven does not exist in another.
 func TestCRDIsolation(t *testing.T) {
-	ts := startServer(t, "", nil)
-	ts.kubectl("iso-a", widgetCRD, "apply", "-f", "-")
-	eventually(t, 30*time.Second, "widgets in iso-a", func() (bool, error) {
-		return strings.Contains(ts.kubectl("iso-a", "", "api-resources"), "widgets"), nil
-	})
-	assert.NotContains(t, ts.kubectl("iso-b", "", "api-resources"), "widgets")
-	out, err := ts.kubectlErr("iso-b", "", "get", "widgets")
+	ts := framework.StartHeavenServer(t, nil)
+	ts.Kubectl(t, "iso-a", widgetCRD, "apply", "-f", "-")
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		out, err := ts.KubectlErr(t, "iso-a", "", "api-resources")
+		require.NoError(c, err, out)
+		assert.Contains(c, out, "widgets")
+	}, 30*time.Second, kubectlTick, "widgets in iso-a")
+	assert.NotContains(t, ts.Kubectl(t, "iso-b", "", "api-resources"), "widgets")
+	out, err := ts.KubectlErr(t, "iso-b", "", "get", "widgets")
 	require.Error(t, err)
 	assert.Contains(t, out, "doesn't have a resource type")
 	var crds struct{ Items []any }
-	require.NoError(t, json.Unmarshal([]byte(ts.kubectl("iso-b", "", "get", "crds", "-o", "json")), &crds))
+	require.NoError(t, json.Unmarshal([]byte(ts.Kubectl(t, "iso-b", "", "get", "crds", "-o", "json")), &crds))
 	assert.Empty(t, crds.Items)
 }
 
 // TestNamespaceDeletionCascades: deleting a namespace deletes what is in it,
 // then the namespace.
 func TestNamespaceDeletionCascades(t *testing.T) {
-	ts := startServer(t, "", nil)
+	ts := framework.StartHeavenServer(t, nil)
 	const h = "cascade"
-	ts.kubectl(h, "", "create", "namespace", "doomed")
-	ts.kubectl(h, "", "-n", "doomed", "create", "configmap", "inside")
-	ts.kubectl(h, "", "-n", "doomed", "create", "deployment", "web", "--image=nginx")
-	ts.kubectl(h, widgetCRD, "apply", "-f", "-")
-	eventually(t, 30*time.Second, "widgets served", func() (bool, error) {
-		_, err := ts.kubectlErr(h, "", "get", "widgets")
-		return err == nil, nil
-	})
-	ts.kubectl(h, `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w","namespace":"doomed"}}`, "apply", "-f", "-")
-	ts.kubectl(h, "", "delete", "namespace", "doomed", "--timeout=60s")
-	out, err := ts.kubectlErr(h, "", "get", "namespace", "doomed")
+	ts.Kubectl(t, h, "", "create", "namespace", "doomed")
+	ts.Kubectl(t, h, "", "-n", "doomed", "create", "configmap", "inside")
+	ts.Kubectl(t, h, "", "-n", "doomed", "create", "deployment", "web", "--image=nginx")
+	ts.Kubectl(t, h, widgetCRD, "apply", "-f", "-")
+	waitKubectl(t, ts, h, "widgets served", "get", "widgets")
+	ts.Kubectl(t, h, `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w","namespace":"doomed"}}`, "apply", "-f", "-")
+	ts.Kubectl(t, h, "", "delete", "namespace", "doomed", "--timeout=60s")
+	out, err := ts.KubectlErr(t, h, "", "get", "namespace", "doomed")
 	require.Error(t, err)
 	assert.Contains(t, out, "NotFound")
 	// git sees the branch's last commit a moment after it is acknowledged.
-	eventually(t, 5*time.Second, "nothing of the namespace is left on the branch", func() (bool, error) {
-		return !strings.Contains(ts.git("ls-tree", "-r", "--name-only", h), "/doomed/"), nil
-	})
-	out, err = ts.kubectlErr(h, "", "-n", "doomed", "create", "configmap", "late")
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.NotContains(c, ts.Git(c, "ls-tree", "-r", "--name-only", h), "/doomed/")
+	}, 5*time.Second, tick, "nothing of the namespace is left on the branch")
+	out, err = ts.KubectlErr(t, h, "", "-n", "doomed", "create", "configmap", "late")
 	require.Error(t, err, "a deleted namespace takes no new objects")
 	assert.Contains(t, out, "not found")
 }

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
 	"github.com/heaven-dev/heaven/pkg/server"
+	"github.com/heaven-dev/heaven/test/e2e/framework"
 )
 
 // mergeWidgetCRD is a widget whose controller reports the size it saw.
@@ -58,24 +60,20 @@ var (
 // writes status in its own heaven ctrl (a fork of main), and two
 // AutomatedMerges merge each way: spec from main, status from ctrl.
 func TestAutomatedMergesWorkspacePerController(t *testing.T) {
-	ts := startServer(t, "", nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	root := ts.dynamic("root")
+	ts := framework.StartHeavenServer(t, nil)
+	ctx := t.Context()
+	root := ts.Dynamic("root")
 
-	ts.kubectl("main", mergeWidgetCRD, "apply", "-f", "-")
+	ts.Kubectl(t, "main", mergeWidgetCRD, "apply", "-f", "-")
 	waitServed(t, ts, "main")
-	mainW := ts.dynamic("main").Resource(widgetsGVR).Namespace("default")
+	mainW := ts.Dynamic("main").Resource(widgetsGVR).Namespace("default")
 	_, err := mainW.Create(ctx, widgetObject(1), metav1.CreateOptions{})
 	require.NoError(t, err)
-	ts.kubectl("root", `{"apiVersion":"heaven.dev/v1alpha1","kind":"Heaven","metadata":{"name":"ctrl"},"spec":{"fork":{"heaven":"main"}}}`, "apply", "-f", "-")
-	eventually(t, 30*time.Second, "fork ctrl Ready", func() (bool, error) {
-		out, err := ts.kubectlErr("root", "", "get", "heaven", "ctrl", "-o", "jsonpath={.status.phase}")
-		return out == "Ready", err
-	})
-	ts.kubectl("ctrl", mergeWidgetCRD, "apply", "-f", "-")
+	ts.Kubectl(t, "root", `{"apiVersion":"heaven.dev/v1alpha1","kind":"Heaven","metadata":{"name":"ctrl"},"spec":{"fork":{"heaven":"main"}}}`, "apply", "-f", "-")
+	waitHeavenReady(t, ts, "ctrl")
+	ts.Kubectl(t, "ctrl", mergeWidgetCRD, "apply", "-f", "-")
 	waitServed(t, ts, "ctrl")
-	ctrlW := ts.dynamic("ctrl").Resource(widgetsGVR).Namespace("default")
+	ctrlW := ts.Dynamic("ctrl").Resource(widgetsGVR).Namespace("default")
 
 	// Spec from main, status from ctrl.
 	createMerge(t, root, "main-to-ctrl", "main", "ctrl", "PreferSource", "PreferTarget")
@@ -86,60 +84,73 @@ func TestAutomatedMergesWorkspacePerController(t *testing.T) {
 		patchSpec(t, mainW, 2)
 		waitConverged(t, mainW, ctrlW, 2, 2)
 		// Every resource merges: a ConfigMap made in ctrl reaches main.
-		_, err := ts.kube("ctrl").CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{
+		_, err := ts.Kube("ctrl").CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: "from-ctrl"}, Data: map[string]string{"a": "b"}}, metav1.CreateOptions{})
 		require.NoError(t, err)
-		eventually(t, 10*time.Second, "configmap from ctrl in main", func() (bool, error) {
-			cm, err := ts.kube("main").CoreV1().ConfigMaps("default").Get(ctx, "from-ctrl", metav1.GetOptions{})
-			return err == nil && cm.Data["a"] == "b", nil
-		})
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			cm, err := ts.Kube("main").CoreV1().ConfigMaps("default").Get(ctx, "from-ctrl", metav1.GetOptions{})
+			require.NoError(c, err)
+			assert.Equal(c, "b", cm.Data["a"])
+		}, 10*time.Second, tick, "configmap from ctrl in main")
 		// The controller writes status just after the merge commit.
 		for _, name := range []string{"main-to-ctrl", "ctrl-to-main"} {
-			eventually(t, 10*time.Second, name+" status names both commits", func() (bool, error) {
-				am := getMerge(t, root, name)
+			require.EventuallyWithT(t, func(c *assert.CollectT) {
+				am := getMerge(c, root, name)
 				src, _, _ := unstructured.NestedSlice(am.Object, "status", "sources")
-				if len(src) != 1 {
-					return false, fmt.Errorf("%d sources in status", len(src))
-				}
-				s := src[0].(map[string]any)
-				sc, _ := s["sourceCommit"].(string)
-				tc, _ := s["targetCommit"].(string)
-				return len(sc) == 40 && len(tc) == 40 && condition(am, v1alpha1.ConditionReady) == "True", nil
-			})
+				require.Len(c, src, 1, "sources in status")
+				s, _ := src[0].(map[string]any)
+				assert.Len(c, s["sourceCommit"], 40, "sourceCommit")
+				assert.Len(c, s["targetCommit"], 40, "targetCommit")
+				assert.Equal(c, "True", condition(am, v1alpha1.ConditionReady), "Ready")
+			}, 10*time.Second, tick, name+" status names both commits")
 		}
 	})
 
 	t.Run("no ping-pong", func(t *testing.T) {
-		heads := func() string { return ts.git("rev-parse", "main", "ctrl") }
-		// git reads the ref files, which the store renames into place just
-		// after a commit is acknowledged: let the last one settle.
-		before := heads()
-		for range 10 {
-			time.Sleep(100 * time.Millisecond)
-			if now := heads(); now != before {
-				before = now
-				continue
-			}
-			break
+		heads := func(t require.TestingT) map[string]string {
+			out := strings.Fields(ts.Git(t, "rev-parse", "main", "ctrl"))
+			require.Len(t, out, 2)
+			return map[string]string{"main": out[0], "ctrl": out[1]}
 		}
-		deadline := time.Now().Add(3 * time.Second)
-		for time.Now().Before(deadline) {
-			require.Equal(t, before, heads(), "a branch moved although nothing changed")
-			time.Sleep(200 * time.Millisecond)
+		// Settled: the last merge, in one direction or the other, had both
+		// heads as they are (git reads the ref files, which the store moves
+		// just after a commit is acknowledged).
+		var settled map[string]string
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			settled = heads(c)
+			matches := 0
+			for _, name := range []string{"main-to-ctrl", "ctrl-to-main"} {
+				am := getMerge(c, root, name)
+				src, _, _ := unstructured.NestedSlice(am.Object, "status", "sources")
+				require.Len(c, src, 1, "sources in status")
+				s, _ := src[0].(map[string]any)
+				source, _ := s["heaven"].(string)
+				target, _, _ := unstructured.NestedString(am.Object, "spec", "target")
+				if s["sourceCommit"] == settled[source] && s["targetCommit"] == settled[target] {
+					matches++
+				}
+			}
+			assert.Positive(c, matches, "a merge whose last commits are the heads %v", settled)
+		}, 10*time.Second, tick, "merges settled")
+		// Then nothing moves: a real 3s of quiet, polled.
+		quiet := time.NewTicker(200 * time.Millisecond)
+		defer quiet.Stop()
+		for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); <-quiet.C {
+			require.Equal(t, settled, heads(t), "a branch moved although nothing changed")
 		}
 	})
 
 	t.Run("merge commits have two parents", func(t *testing.T) {
 		for _, branch := range []string{"main", "ctrl"} {
 			merges := 0
-			for _, line := range strings.Split(strings.TrimSpace(ts.git("log", "--format=%P", branch)), "\n") {
+			for _, line := range strings.Split(strings.TrimSpace(ts.Git(t, "log", "--format=%P", branch)), "\n") {
 				if len(strings.Fields(line)) == 2 {
 					merges++
 				}
 			}
 			assert.Positive(t, merges, "merge commits on %s", branch)
 		}
-		assert.Contains(t, ts.git("log", "--merges", "--format=%s", "main"), "merge heaven ctrl")
+		assert.Contains(t, ts.Git(t, "log", "--merges", "--format=%s", "main"), "merge heaven ctrl")
 	})
 
 	t.Run("conflict resolved by policy", func(t *testing.T) {
@@ -149,20 +160,22 @@ func TestAutomatedMergesWorkspacePerController(t *testing.T) {
 		patchSpec(t, mainW, 10)
 		patchStatus(t, mainW, 99)
 		patchSpec(t, ctrlW, 20)
-		eventually(t, 10*time.Second, "ctrl's controller saw size 20", func() (bool, error) {
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
 			w, err := ctrlW.Get(ctx, "w1", metav1.GetOptions{})
-			return err == nil && observed(w) == 20, err
-		})
+			require.NoError(c, err)
+			assert.EqualValues(c, 20, observed(w), "status.observedSize")
+		}, 10*time.Second, tick, "ctrl's controller saw size 20")
 
 		// main into ctrl: .spec from main (PreferSource), .status stays
 		// ctrl's (the .status rule: PreferTarget).
 		setSuspend(t, root, "main-to-ctrl", false)
 		var conflicts []any
-		eventually(t, 10*time.Second, "main-to-ctrl reports its conflicts", func() (bool, error) {
-			am := getMerge(t, root, "main-to-ctrl")
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			am := getMerge(c, root, "main-to-ctrl")
 			conflicts, _, _ = unstructured.NestedSlice(am.Object, "status", "conflicts")
-			return len(conflicts) == 2 && condition(am, v1alpha1.ConditionConflicted) == "True", nil
-		})
+			assert.Len(c, conflicts, 2, "status.conflicts")
+			assert.Equal(c, "True", condition(am, v1alpha1.ConditionConflicted), "Conflicted")
+		}, 10*time.Second, tick, "main-to-ctrl reports its conflicts")
 		byPath := map[string]map[string]any{}
 		for _, c := range conflicts {
 			m := c.(map[string]any)
@@ -180,38 +193,34 @@ func TestAutomatedMergesWorkspacePerController(t *testing.T) {
 		setSuspend(t, root, "ctrl-to-main", false)
 		waitConverged(t, mainW, ctrlW, 10, 10)
 
-		eventually(t, 10*time.Second, "conflict events", func() (bool, error) {
-			for _, e := range mergeEvents(t, ts, "main-to-ctrl", "MergeConflict") {
-				if e.Type == corev1.EventTypeWarning && strings.Contains(e.Message, ".spec.size") && strings.Contains(e.Message, "PreferSource") {
-					return true, nil
-				}
-			}
-			return false, nil
-		})
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			events := mergeEvents(c, ts, "main-to-ctrl", "MergeConflict")
+			assert.True(c, slices.ContainsFunc(events, func(e corev1.Event) bool {
+				return e.Type == corev1.EventTypeWarning && strings.Contains(e.Message, ".spec.size") && strings.Contains(e.Message, "PreferSource")
+			}), "a Warning naming .spec.size and PreferSource among %d MergeConflict Events", len(events))
+		}, 10*time.Second, tick, "conflict events")
 		assert.NotEmpty(t, mergeEvents(t, ts, "ctrl-to-main", "Merged"), "an Event for each merge")
 	})
 
 	t.Run("manual leaves the target untouched", func(t *testing.T) {
-		ts.kubectl("root", `{"apiVersion":"heaven.dev/v1alpha1","kind":"Heaven","metadata":{"name":"review"},"spec":{"fork":{"heaven":"main"}}}`, "apply", "-f", "-")
-		eventually(t, 30*time.Second, "fork review Ready", func() (bool, error) {
-			out, err := ts.kubectlErr("root", "", "get", "heaven", "review", "-o", "jsonpath={.status.phase}")
-			return out == "Ready", err
-		})
-		reviewW := ts.dynamic("review").Resource(widgetsGVR).Namespace("default")
+		ts.Kubectl(t, "root", `{"apiVersion":"heaven.dev/v1alpha1","kind":"Heaven","metadata":{"name":"review"},"spec":{"fork":{"heaven":"main"}}}`, "apply", "-f", "-")
+		waitHeavenReady(t, ts, "review")
+		reviewW := ts.Dynamic("review").Resource(widgetsGVR).Namespace("default")
 		waitServed(t, ts, "review")
 		patchSpec(t, reviewW, 40)
 		patchSpec(t, mainW, 30)
 		var reviewHead string
-		eventually(t, 10*time.Second, "git sees review's edit", func() (bool, error) {
-			reviewHead = strings.TrimSpace(ts.git("rev-parse", "review"))
-			return strings.Contains(ts.git("show", reviewHead+":example.com/widgets/default/w1.json"), `"size": 40`), nil
-		})
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			reviewHead = strings.TrimSpace(ts.Git(c, "rev-parse", "review"))
+			assert.Contains(c, ts.Git(c, "show", reviewHead+":example.com/widgets/default/w1.json"), `"size": 40`)
+		}, 10*time.Second, tick, "git sees review's edit")
 
 		createMerge(t, root, "main-to-review", "main", "review", "Manual", "", "example.com/widgets")
-		eventually(t, 10*time.Second, "main-to-review blocked", func() (bool, error) {
-			am := getMerge(t, root, "main-to-review")
-			return condition(am, v1alpha1.ConditionConflicted) == "True" && condition(am, v1alpha1.ConditionReady) == "False", nil
-		})
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			am := getMerge(c, root, "main-to-review")
+			assert.Equal(c, "True", condition(am, v1alpha1.ConditionConflicted), "Conflicted")
+			assert.Equal(c, "False", condition(am, v1alpha1.ConditionReady), "Ready")
+		}, 10*time.Second, tick, "main-to-review blocked")
 		am := getMerge(t, root, "main-to-review")
 		conflicts, _, _ := unstructured.NestedSlice(am.Object, "status", "conflicts")
 		require.Len(t, conflicts, 1)
@@ -224,22 +233,22 @@ func TestAutomatedMergesWorkspacePerController(t *testing.T) {
 		require.NoError(t, err)
 		size, _, _ := unstructured.NestedInt64(w.Object, "spec", "size")
 		assert.Equal(t, int64(40), size, "the target is untouched")
-		assert.Equal(t, reviewHead, strings.TrimSpace(ts.git("rev-parse", "review")), "no commit on the target")
+		assert.Equal(t, reviewHead, strings.TrimSpace(ts.Git(t, "rev-parse", "review")), "no commit on the target")
 
 		// Resolving it in the target unblocks the merge.
 		patchSpec(t, reviewW, 30)
-		eventually(t, 10*time.Second, "main-to-review merged", func() (bool, error) {
-			am := getMerge(t, root, "main-to-review")
-			return condition(am, v1alpha1.ConditionReady) == "True" && condition(am, v1alpha1.ConditionConflicted) == "False", nil
-		})
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			am := getMerge(c, root, "main-to-review")
+			assert.Equal(c, "True", condition(am, v1alpha1.ConditionReady), "Ready")
+			assert.Equal(c, "False", condition(am, v1alpha1.ConditionConflicted), "Conflicted")
+		}, 10*time.Second, tick, "main-to-review merged")
 	})
 }
 
 // mergeEvents are the Events of an AutomatedMerge with a reason (in the
 // root heaven's default namespace, as for every cluster-scoped object).
-func mergeEvents(t *testing.T, ts *testServer, name, reason string) []corev1.Event {
-	t.Helper()
-	events, err := ts.kube("root").CoreV1().Events("default").List(context.Background(), metav1.ListOptions{})
+func mergeEvents(t require.TestingT, ts *framework.HeavenServer, name, reason string) []corev1.Event {
+	events, err := ts.Kube("root").CoreV1().Events("default").List(context.Background(), metav1.ListOptions{})
 	require.NoError(t, err)
 	var out []corev1.Event
 	for _, e := range events.Items {
@@ -250,12 +259,12 @@ func mergeEvents(t *testing.T, ts *testServer, name, reason string) []corev1.Eve
 	return out
 }
 
-func waitServed(t *testing.T, ts *testServer, heaven string) {
+func waitServed(t *testing.T, ts *framework.HeavenServer, heaven string) {
 	t.Helper()
-	eventually(t, 30*time.Second, "widgets served in "+heaven, func() (bool, error) {
-		_, err := ts.dynamic(heaven).Resource(widgetsGVR).Namespace("default").List(context.Background(), metav1.ListOptions{})
-		return err == nil, nil
-	})
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		_, err := ts.Dynamic(heaven).Resource(widgetsGVR).Namespace("default").List(t.Context(), metav1.ListOptions{})
+		assert.NoError(c, err)
+	}, 30*time.Second, tick, "widgets served in "+heaven)
 }
 
 func widgetObject(size int64) *unstructured.Unstructured {
@@ -289,8 +298,7 @@ func createMerge(t *testing.T, root dynamic.Interface, name, source, target, def
 	require.NoError(t, err)
 }
 
-func getMerge(t *testing.T, root dynamic.Interface, name string) *unstructured.Unstructured {
-	t.Helper()
+func getMerge(t require.TestingT, root dynamic.Interface, name string) *unstructured.Unstructured {
 	am, err := root.Resource(mergesGVR).Get(context.Background(), name, metav1.GetOptions{})
 	require.NoError(t, err)
 	return am
@@ -315,11 +323,11 @@ func setSuspend(t *testing.T, root dynamic.Interface, name string, suspend bool)
 		[]byte(fmt.Sprintf(`{"spec":{"suspend":%t}}`, suspend)), metav1.PatchOptions{})
 	require.NoError(t, err)
 	gen := am.GetGeneration()
-	eventually(t, 10*time.Second, fmt.Sprintf("%s suspend=%t observed", name, suspend), func() (bool, error) {
-		am := getMerge(t, root, name)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		am := getMerge(c, root, name)
 		observedGen, _, _ := unstructured.NestedInt64(am.Object, "status", "observedGeneration")
-		return observedGen >= gen, nil
-	})
+		assert.GreaterOrEqual(c, observedGen, gen, "status.observedGeneration")
+	}, 10*time.Second, tick, "%s suspend=%t observed", name, suspend)
 }
 
 func patchSpec(t *testing.T, w dynamic.ResourceInterface, size int) {
@@ -372,19 +380,15 @@ func runWidgetController(ctx context.Context, widgets dynamic.ResourceInterface)
 func waitConverged(t *testing.T, a, b dynamic.ResourceInterface, size, observedSize int64) {
 	t.Helper()
 	start := time.Now()
-	eventually(t, 10*time.Second, fmt.Sprintf("both heavens at size %d, observed %d", size, observedSize), func() (bool, error) {
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		for _, w := range []dynamic.ResourceInterface{a, b} {
-			obj, err := w.Get(context.Background(), "w1", metav1.GetOptions{})
-			if err != nil {
-				return false, err
-			}
+			obj, err := w.Get(t.Context(), "w1", metav1.GetOptions{})
+			require.NoError(c, err)
 			s, _, _ := unstructured.NestedInt64(obj.Object, "spec", "size")
-			if s != size || observed(obj) != observedSize {
-				return false, nil
-			}
+			assert.Equal(c, size, s, "spec.size")
+			assert.Equal(c, observedSize, observed(obj), "status.observedSize")
 		}
-		return true, nil
-	})
+	}, 10*time.Second, tick, "both heavens at size %d, observed %d", size, observedSize)
 	t.Logf("converged in %s", time.Since(start).Round(time.Millisecond))
 }
 
@@ -392,30 +396,24 @@ func waitConverged(t *testing.T, a, b dynamic.ResourceInterface, size, observedS
 // heavens whose API servers stopped for being idle are merged without being
 // started; the target serves the merged objects when it starts again.
 func TestAutomatedMergeIntoStoppedHeaven(t *testing.T) {
-	ts := startServer(t, "", func(o *server.Options) { o.IdleTimeout = 500 * time.Millisecond })
-	ctx := context.Background()
-	ts.kubectl("src", "", "create", "configmap", "before")
-	ts.kubectl("root", `{"apiVersion":"heaven.dev/v1alpha1","kind":"Heaven","metadata":{"name":"dst"},"spec":{"fork":{"heaven":"src"}}}`, "apply", "-f", "-")
-	eventually(t, 30*time.Second, "fork dst Ready", func() (bool, error) {
-		out, err := ts.kubectlErr("root", "", "get", "heaven", "dst", "-o", "jsonpath={.status.phase}")
-		return out == "Ready", err
-	})
-	ts.kubectl("src", "", "create", "configmap", "after", "--from-literal=a=b")
-	onlyRoot := func() (bool, error) {
-		v, err := scrapeMetric(ts, "heaven_active_heavens")
-		return v == "1", err
+	ts := framework.StartHeavenServer(t, func(o *server.Options) { o.IdleTimeout = 500 * time.Millisecond })
+	ctx := t.Context()
+	ts.Kubectl(t, "src", "", "create", "configmap", "before")
+	ts.Kubectl(t, "root", `{"apiVersion":"heaven.dev/v1alpha1","kind":"Heaven","metadata":{"name":"dst"},"spec":{"fork":{"heaven":"src"}}}`, "apply", "-f", "-")
+	waitHeavenReady(t, ts, "dst")
+	ts.Kubectl(t, "src", "", "create", "configmap", "after", "--from-literal=a=b")
+	onlyRoot := func(t require.TestingT) {
+		assert.Equal(t, "1", scrapeMetric(t, ts, "heaven_active_heavens"), "heaven_active_heavens")
 	}
-	eventually(t, 30*time.Second, "src and dst stopped", onlyRoot)
+	require.EventuallyWithT(t, func(c *assert.CollectT) { onlyRoot(c) }, 30*time.Second, tick, "src and dst stopped")
 
-	createMerge(t, ts.dynamic("root"), "src-to-dst", "src", "dst", "PreferSource", "")
-	eventually(t, 10*time.Second, "merged into dst's branch", func() (bool, error) {
-		return strings.Contains(ts.git("ls-tree", "-r", "--name-only", "dst"), "core/configmaps/default/after.json"), nil
-	})
-	ok, err := onlyRoot()
-	require.NoError(t, err)
-	assert.True(t, ok, "neither heaven was started for the merge")
+	createMerge(t, ts.Dynamic("root"), "src-to-dst", "src", "dst", "PreferSource", "")
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.Contains(c, ts.Git(c, "ls-tree", "-r", "--name-only", "dst"), "core/configmaps/default/after.json")
+	}, 10*time.Second, tick, "merged into dst's branch")
+	onlyRoot(t) // neither heaven was started for the merge
 
-	cm, err := ts.kube("dst").CoreV1().ConfigMaps("default").Get(ctx, "after", metav1.GetOptions{})
+	cm, err := ts.Kube("dst").CoreV1().ConfigMaps("default").Get(ctx, "after", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, "b", cm.Data["a"])
 }

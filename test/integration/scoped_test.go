@@ -25,30 +25,28 @@ import (
 	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
 	"github.com/heaven-dev/heaven/pkg/server"
 	"github.com/heaven-dev/heaven/pkg/server/pki"
+	"github.com/heaven-dev/heaven/test/e2e/framework"
 )
 
 // scopedConfig is a client configuration for heaven with a client
 // certificate for user in groups, issued by the server's CA.
-func (ts *testServer) scopedConfig(heaven, user string, groups ...string) *rest.Config {
-	ts.t.Helper()
-	ca, err := pki.LoadCA(filepath.Join(ts.dataDir, "pki"))
-	require.NoError(ts.t, err)
+func scopedConfig(t *testing.T, ts *framework.HeavenServer, heaven, user string, groups ...string) *rest.Config {
+	t.Helper()
+	ca, err := pki.LoadCA(filepath.Join(ts.DataDir, "pki"))
+	require.NoError(t, err)
 	certPEM, keyPEM, err := ca.IssueClientCert(user, groups, time.Hour)
-	require.NoError(ts.t, err)
+	require.NoError(t, err)
 	return &rest.Config{
-		Host:            ts.url + server.ClustersPrefix + heaven,
+		Host:            ts.HeavenURL(heaven),
 		TLSClientConfig: rest.TLSClientConfig{CAData: ca.CAPEM(), CertData: certPEM, KeyData: keyPEM},
 		Timeout:         30 * time.Second,
 	}
 }
 
 func TestScopedSyncerCredential(t *testing.T) {
-	ts := startServer(t, "", func(o *server.Options) { o.ClusterController = false })
+	ts := framework.StartHeavenServer(t, func(o *server.Options) { o.ClusterController = false })
 	ctx := t.Context()
-	eventually(t, time.Minute, "SyncTargets served in root", func() (bool, error) {
-		_, err := ts.dynamic("root").Resource(v1alpha1.SyncTargetsResource).List(ctx, metav1.ListOptions{})
-		return err == nil, err
-	})
+	waitSyncTargetsServed(t, ts)
 	for _, st := range []struct{ name, heaven string }{{"east", "team-a"}, {"west", "team-b"}} {
 		raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&v1alpha1.SyncTarget{
 			TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "SyncTarget"},
@@ -56,14 +54,14 @@ func TestScopedSyncerCredential(t *testing.T) {
 			Spec:       v1alpha1.SyncTargetSpec{Heaven: st.heaven},
 		})
 		require.NoError(t, err)
-		_, err = ts.dynamic("root").Resource(v1alpha1.SyncTargetsResource).Create(ctx, &unstructured.Unstructured{Object: raw}, metav1.CreateOptions{})
+		_, err = ts.Dynamic("root").Resource(v1alpha1.SyncTargetsResource).Create(ctx, &unstructured.Unstructured{Object: raw}, metav1.CreateOptions{})
 		require.NoError(t, err)
 	}
 	user := pki.SyncerUser("team-a", "east")
-	own := ts.scopedConfig("team-a", user, pki.SyncerGroup)
+	own := scopedConfig(t, ts, "team-a", user, pki.SyncerGroup)
 	ownKube := kubernetes.NewForConfigOrDie(own)
-	otherKube := kubernetes.NewForConfigOrDie(ts.scopedConfig("team-b", user, pki.SyncerGroup))
-	rootCfg := ts.scopedConfig("root", user, pki.SyncerGroup)
+	otherKube := kubernetes.NewForConfigOrDie(scopedConfig(t, ts, "team-b", user, pki.SyncerGroup))
+	rootCfg := scopedConfig(t, ts, "root", user, pki.SyncerGroup)
 	targets := dynamic.NewForConfigOrDie(rootCfg).Resource(v1alpha1.SyncTargetsResource)
 
 	forbidden := func(t *testing.T, err error) {
@@ -172,7 +170,7 @@ func TestScopedSyncerCredential(t *testing.T) {
 	t.Run("the 403 is a Kubernetes Status", func(t *testing.T) {
 		client, err := rest.HTTPClientFor(rootCfg)
 		require.NoError(t, err)
-		resp, err := client.Get(ts.url + "/clusters/team-b/api/v1/secrets")
+		resp, err := client.Get(ts.URL() + "/clusters/team-b/api/v1/secrets")
 		require.NoError(t, err)
 		defer resp.Body.Close()
 		body, err := io.ReadAll(resp.Body)
@@ -190,7 +188,7 @@ func TestScopedSyncerCredential(t *testing.T) {
 		client, err := rest.HTTPClientFor(rootCfg)
 		require.NoError(t, err)
 		for path, code := range map[string]int{"/healthz": http.StatusOK, "/version": http.StatusOK, "/metrics": http.StatusForbidden} {
-			resp, err := client.Get(ts.url + path)
+			resp, err := client.Get(ts.URL() + path)
 			require.NoError(t, err)
 			_ = resp.Body.Close()
 			assert.Equal(t, code, resp.StatusCode, path)
@@ -198,26 +196,23 @@ func TestScopedSyncerCredential(t *testing.T) {
 	})
 
 	t.Run("the syncer group without a syncer name reaches nothing", func(t *testing.T) {
-		mallory := kubernetes.NewForConfigOrDie(ts.scopedConfig("team-a", "mallory", pki.SyncerGroup))
+		mallory := kubernetes.NewForConfigOrDie(scopedConfig(t, ts, "team-a", "mallory", pki.SyncerGroup))
 		_, err := mallory.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{})
 		forbidden(t, err)
 	})
 
 	t.Run("other users stay administrators", func(t *testing.T) {
-		someone := kubernetes.NewForConfigOrDie(ts.scopedConfig("team-b", "someone", "developers"))
+		someone := kubernetes.NewForConfigOrDie(scopedConfig(t, ts, "team-b", "someone", "developers"))
 		_, err := someone.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{})
 		require.NoError(t, err)
 	})
 }
 
 func TestSyncTargetSpecHeavenRequiredAndImmutable(t *testing.T) {
-	ts := startServer(t, "", func(o *server.Options) { o.ClusterController = false })
+	ts := framework.StartHeavenServer(t, func(o *server.Options) { o.ClusterController = false })
 	ctx := t.Context()
-	targets := ts.dynamic("root").Resource(v1alpha1.SyncTargetsResource)
-	eventually(t, time.Minute, "SyncTargets served in root", func() (bool, error) {
-		_, err := targets.List(ctx, metav1.ListOptions{})
-		return err == nil, err
-	})
+	targets := ts.Dynamic("root").Resource(v1alpha1.SyncTargetsResource)
+	waitSyncTargetsServed(t, ts)
 	obj := func(spec map[string]any) *unstructured.Unstructured {
 		return &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": v1alpha1.SchemeGroupVersion.String(), "kind": "SyncTarget",
@@ -237,3 +232,13 @@ func TestSyncTargetSpecHeavenRequiredAndImmutable(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// waitSyncTargetsServed waits until root serves SyncTargets (heaven-server
+// installs its CRDs one after the other).
+func waitSyncTargetsServed(t *testing.T, ts *framework.HeavenServer) {
+	t.Helper()
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		_, err := ts.Dynamic(server.RootHeaven).Resource(v1alpha1.SyncTargetsResource).List(t.Context(), metav1.ListOptions{})
+		assert.NoError(c, err)
+	}, time.Minute, tick, "SyncTargets served in root")
+}

@@ -2,23 +2,17 @@ package etcdv3
 
 import (
 	"context"
-	"net"
-	"net/url"
 	"path/filepath"
-	"strconv"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/namespace"
-	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
-	"go.uber.org/zap/zaptest"
 
 	"github.com/heaven-dev/heaven/pkg/gitstore"
+	"github.com/heaven-dev/heaven/test/etcdtest"
 )
 
 // The API tests run through clientv3 against every target: a real embedded
@@ -81,21 +75,13 @@ func newClient(t *testing.T, endpoint string) *clientv3.Client {
 	return c
 }
 
-// openRepo opens a fresh repository; while the store is a stub (it panics)
-// the test is skipped.
+// openRepo opens a fresh repository. A panic in gitstore.Open fails the
+// test like any other crash.
 func openRepo(t *testing.T) (repo *gitstore.Repository, dir string) {
 	t.Helper()
 	dir = filepath.Join(t.TempDir(), "heavens.git")
-	func() {
-		defer func() {
-			if r := recover(); r != nil {
-				t.Skipf("gitstore is not implemented yet: %v", r)
-			}
-		}()
-		var err error
-		repo, err = gitstore.Open(dir, gitstore.Options{PollInterval: 50 * time.Millisecond})
-		require.NoError(t, err)
-	}()
+	repo, err := gitstore.Open(dir, gitstore.Options{PollInterval: 50 * time.Millisecond})
+	require.NoError(t, err)
 	t.Cleanup(func() { repo.Close() })
 	return repo, dir
 }
@@ -127,38 +113,9 @@ func startServer(t *testing.T, cfg Config, listenURL string) (string, *Server) {
 	return ListenerURL(l), srv
 }
 
-var etcdPorts sync.Mutex
-
-// startEtcd starts a real embedded etcd (etcd's own defaults) and returns a
-// client to it.
+// startEtcd starts a real embedded etcd and returns a client to it.
 func startEtcd(t *testing.T, o options) *clientv3.Client {
 	t.Helper()
-	etcdPorts.Lock()
-	defer etcdPorts.Unlock()
-	cfg := embed.NewConfig()
-	cfg.Dir = t.TempDir()
-	cfg.UnsafeNoFsync = true
-	cfg.WatchProgressNotifyInterval = o.progressNotifyInterval
-	client, peer := freeURL(t), freeURL(t)
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
-	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
-	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
-	// Quiet: etcd logs its own shutdown as errors.
-	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zaptest.NewLogger(t, zaptest.Level(zapcore.DPanicLevel)))
-	e, err := embed.StartEtcd(cfg)
-	require.NoError(t, err)
-	t.Cleanup(e.Close)
-	select {
-	case <-e.Server.ReadyNotify():
-	case <-time.After(60 * time.Second):
-		t.Fatal("etcd took too long to start")
-	}
-	return newClient(t, client.String())
-}
-
-func freeURL(t *testing.T) url.URL {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(l.Addr().(*net.TCPAddr).Port))}
+	e := etcdtest.NewForTest(t, etcdtest.Config{ProgressNotifyInterval: o.progressNotifyInterval})
+	return newClient(t, e.URL)
 }

@@ -2,7 +2,8 @@
 // tests: by default a real kube-apiserver and kube-controller-manager on an
 // embedded etcd, run as subprocesses of the test (E2E_PROVIDER=local), or
 // kind clusters (E2E_PROVIDER=kind). Both give the same Cluster. It also
-// runs heaven-server in the test process (HeavenServer).
+// runs heaven-server in the test process (HeavenServer): the one way the
+// e2e and integration tests and the benchmarks start it.
 //
 // A local cluster has no nodes: objects are stored and controllers reconcile
 // them (a Deployment gets its ReplicaSet and Pods), but Pods stay Pending.

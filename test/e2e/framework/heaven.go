@@ -1,16 +1,22 @@
 package framework
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
@@ -54,8 +60,9 @@ type HeavenServer struct {
 
 // NewHeavenServer starts heaven-server with its data in dataDir on a free
 // loopback port, outside of a test (a benchmark); configure (may be nil)
-// changes the options first. It returns once the root heaven serves Heaven
-// objects. The caller stops it with Stop.
+// changes the options first, the data directory too. It returns once the
+// root heaven serves Heaven objects. The caller stops it with Stop, also
+// after an error.
 func NewHeavenServer(ctx context.Context, dataDir string, configure func(*server.Options)) (*HeavenServer, error) {
 	o := server.NewOptions()
 	o.DataDir = dataDir
@@ -64,24 +71,29 @@ func NewHeavenServer(ctx context.Context, dataDir string, configure func(*server
 	if configure != nil {
 		configure(o)
 	}
-	h := &HeavenServer{DataDir: dataDir, options: o}
+	h := &HeavenServer{DataDir: o.DataDir, options: o}
 	return h, h.Start(ctx)
 }
 
 // StartHeavenServer starts heaven-server for a test, with its data in a
-// temporary directory (see NewHeavenServer). It is stopped when the test
-// ends; the test fails if it does not stop cleanly.
+// temporary directory unless configure sets o.DataDir (see
+// NewHeavenServer). It is stopped when the test ends; the test fails if it
+// does not stop cleanly.
 func StartHeavenServer(t testing.TB, configure func(*server.Options)) *HeavenServer {
 	t.Helper()
+	began := time.Now()
 	h, err := NewHeavenServer(t.Context(), t.TempDir(), configure)
 	t.Cleanup(func() {
+		began := time.Now()
 		if err := h.Stop(); err != nil && !errors.Is(err, errHeavenStopped) {
 			t.Errorf("heaven-server: %v", err)
 		}
+		t.Logf("heaven-server stopped in %v", time.Since(began).Round(time.Millisecond))
 	})
 	if err != nil {
 		t.Fatalf("heaven-server: %v", err)
 	}
+	t.Logf("heaven-server ready in %v", time.Since(began).Round(time.Millisecond))
 	return h
 }
 
@@ -207,6 +219,66 @@ func (h *HeavenServer) Dynamic(heaven string) dynamic.Interface {
 	return dynamic.NewForConfigOrDie(h.RESTConfig(heaven))
 }
 
+// CRDs is an admin client of heaven's CustomResourceDefinitions.
+func (h *HeavenServer) CRDs(heaven string) apiextensionsclient.Interface {
+	return apiextensionsclient.NewForConfigOrDie(h.RESTConfig(heaven))
+}
+
+// RepositoryPath is the server's bare git repository, one branch per
+// heaven.
+func (h *HeavenServer) RepositoryPath() string { return filepath.Join(h.DataDir, "heavens.git") }
+
+// Git runs the git CLI on the server's repository and returns its output;
+// the test fails if git does (or, for the *assert.CollectT of an
+// EventuallyWithT, that check).
+func (h *HeavenServer) Git(t require.TestingT, args ...string) string {
+	if th, ok := t.(interface{ Helper() }); ok {
+		th.Helper()
+	}
+	return Git(t, append([]string{"--git-dir", h.RepositoryPath()}, args...)...)
+}
+
+// Kubectl runs the real kubectl against heaven as the admin, stdin on its
+// standard input, and returns its output (standard output and error); the
+// test fails if kubectl does. heaven-server needs nothing else to run, so a
+// missing kubectl fails the test rather than skipping it.
+func (h *HeavenServer) Kubectl(t testing.TB, heaven, stdin string, args ...string) string {
+	t.Helper()
+	out, err := h.KubectlErr(t, heaven, stdin, args...)
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// KubectlErr is Kubectl for a command that may fail: it returns kubectl's
+// error with its output.
+func (h *HeavenServer) KubectlErr(t testing.TB, heaven, stdin string, args ...string) (string, error) {
+	t.Helper()
+	cmd := h.KubectlCmd(t, heaven, args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.String(), err
+}
+
+// KubectlCmd is the command that runs the real kubectl against heaven as
+// the admin, for a test that drives the process itself (a watch, an
+// editor in the environment).
+func (h *HeavenServer) KubectlCmd(t testing.TB, heaven string, args ...string) *exec.Cmd {
+	t.Helper()
+	bin, err := kubectl.path()
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := append([]string{"--server", h.HeavenURL(heaven), "--request-timeout", "60s"}, args...)
+	cmd := exec.CommandContext(t.Context(), bin, all...)
+	// HOME: kubectl's discovery cache, one per command.
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+h.AdminKubeconfig(), "HOME="+t.TempDir())
+	return cmd
+}
+
 // WriteKubeconfig writes a kubeconfig for heaven with the admin's
 // credentials to path, every cluster of it pointing at /clusters/<heaven>
 // (a syncer's --upstream-kubeconfig).
@@ -232,4 +304,18 @@ func portOf(u string) (int, error) {
 		return 0, fmt.Errorf("no port in %q", u)
 	}
 	return port, nil
+}
+
+// Git runs the git CLI, ignoring the machine's and the user's git
+// configuration, and returns its output; the test (or the check of an
+// EventuallyWithT) fails if git does.
+func Git(t require.TestingT, args ...string) string {
+	if th, ok := t.(interface{ Helper() }); ok {
+		th.Helper()
+	}
+	cmd := exec.Command("git", args...)
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+os.DevNull)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "git %s: %s", strings.Join(args, " "), out)
+	return string(out)
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -16,12 +15,11 @@ import (
 	"sync"
 	"time"
 
-	"go.etcd.io/etcd/server/v3/embed"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/heaven-dev/heaven/test/etcdtest"
 )
 
 const (
@@ -61,7 +59,7 @@ type localCluster struct {
 	cluster      *Cluster
 	apiServerBin string
 	pki          *pki
-	etcd         *embed.Etcd
+	etcd         *etcdtest.Server
 	etcdLog      *os.File
 	etcdURL      string
 	apiServerURL string
@@ -141,41 +139,19 @@ func (lc *localCluster) stop() error {
 	return err
 }
 
-// startEtcd starts a single-member etcd on loopback ports the kernel picks.
-// Its data is a test's: fsync is off.
+// startEtcd starts a single-member etcd on loopback, its warnings in
+// etcd.log. Its data is a test's: fsync is off.
 func (lc *localCluster) startEtcd(ctx context.Context) error {
 	log, err := os.Create(filepath.Join(lc.dir, "etcd.log"))
 	if err != nil {
 		return err
 	}
 	lc.etcdLog = log
-	cfg := embed.NewConfig()
-	cfg.Name = "e2e"
-	cfg.Dir = filepath.Join(lc.dir, "etcd")
-	cfg.UnsafeNoFsync = true
-	// One member elects itself after an election timeout; a short one
-	// saves most of a second.
-	cfg.TickMs, cfg.ElectionMs = 10, 100
-	loopback := url.URL{Scheme: "http", Host: "127.0.0.1:0"}
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{loopback}, []url.URL{loopback}
-	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{loopback}, []url.URL{loopback}
-	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
-	// Warnings and errors only: etcd's info is a page per start.
-	encoder := zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig())
-	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.New(zapcore.NewCore(encoder, zapcore.AddSync(log), zap.WarnLevel)))
-	e, err := embed.StartEtcd(cfg)
+	lc.etcd, err = etcdtest.Start(ctx, etcdtest.Config{Name: "e2e", Dir: filepath.Join(lc.dir, "etcd"), Log: log})
 	if err != nil {
 		return err
 	}
-	lc.etcd = e
-	select {
-	case <-e.Server.ReadyNotify():
-	case <-time.After(readyTimeout):
-		return errors.New("not ready in time")
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	lc.etcdURL = "http://" + e.Clients[0].Addr().String()
+	lc.etcdURL = lc.etcd.URL
 	return nil
 }
 
