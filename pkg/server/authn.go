@@ -35,7 +35,7 @@ import (
 // JWT authenticators' background work (key set refreshes).
 func newAuthenticator(lifecycle context.Context, bundle *pki.Bundle, authenticationConfig string) (authenticator.Request, error) {
 	authns := []authenticator.Request{
-		x509request.New(verifyOptions(bundle), unlessRevoked(bundle.Revocations, x509request.CommonNameUserConversion)),
+		newCachedX509(verifyOptions(bundle), unlessRevoked(bundle.Revocations, x509request.CommonNameUserConversion)),
 	}
 	if authenticationConfig != "" {
 		tokens, err := jwtAuthenticators(lifecycle, authenticationConfig)
