@@ -37,7 +37,6 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
 	"github.com/heaven-dev/heaven/pkg/controllers/automatedmerge"
 	"github.com/heaven-dev/heaven/pkg/gitstore"
@@ -208,10 +207,9 @@ func write(ctx context.Context, b *gitstore.Branch, kvs []kv) error {
 	const txnOps = 1000
 	for len(kvs) > 0 {
 		n := min(txnOps, len(kvs))
-		txn := &pb.TxnRequest{}
+		txn := &gitstore.Txn{}
 		for _, p := range kvs[:n] {
-			txn.Success = append(txn.Success, &pb.RequestOp{Request: &pb.RequestOp_RequestPut{
-				RequestPut: &pb.PutRequest{Key: []byte(p.key), Value: p.value}}})
+			txn.Then = append(txn.Then, gitstore.Op{Put: &gitstore.PutOp{Key: p.key, Value: p.value}})
 		}
 		if _, err := b.Txn(ctx, txn); err != nil {
 			return err
@@ -291,14 +289,14 @@ func ourMerge(ctx context.Context, repo *gitstore.Repository, s *sides, run int,
 
 // checkMerged makes sure an object both sides changed has both changes.
 func checkMerged(ctx context.Context, b *gitstore.Branch, key string) error {
-	resp, err := b.Range(ctx, &pb.RangeRequest{Key: []byte(key)})
+	resp, err := b.Range(ctx, &gitstore.RangeRequest{Key: key})
 	if err != nil {
 		return err
 	}
-	if len(resp.Kvs) != 1 {
+	if len(resp.KVs) != 1 {
 		return fmt.Errorf("%s is missing after the merge", key)
 	}
-	v := string(resp.Kvs[0].Value)
+	v := string(resp.KVs[0].Value)
 	for _, want := range []string{`"team":"platform"`, `"tier":"backend"`, `team-changed-`, `tier-changed-`} {
 		if !strings.Contains(v, want) {
 			return fmt.Errorf("%s after the merge lacks %s: %s", key, want, v)

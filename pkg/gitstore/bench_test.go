@@ -7,8 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-
-	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 )
 
 // BenchmarkConcurrentPuts: 16 writers, single-key puts of a ConfigMap-sized
@@ -37,7 +35,7 @@ func BenchmarkConcurrentPuts(b *testing.B) {
 					return
 				}
 				key := fmt.Sprintf("/registry/configmaps/default/cm-%d", i%1000)
-				if _, err := br.Put(context.Background(), &pb.PutRequest{Key: []byte(key), Value: value}); err != nil {
+				if _, err := br.Put(context.Background(), key, value); err != nil {
 					b.Error(err)
 					return
 				}
@@ -61,7 +59,7 @@ func BenchmarkOpenBranch(b *testing.B) {
 	}
 	for i := 0; i < 2000; i++ {
 		key := fmt.Sprintf("/registry/configmaps/default/cm-%d", i%200)
-		if _, err := br.Put(context.Background(), &pb.PutRequest{Key: []byte(key), Value: []byte(fmt.Sprintf(`{"n":%d}`, i))}); err != nil {
+		if _, err := br.Put(context.Background(), key, []byte(fmt.Sprintf(`{"n":%d}`, i))); err != nil {
 			b.Fatal(err)
 		}
 	}

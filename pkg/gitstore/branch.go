@@ -9,7 +9,6 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
-	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"k8s.io/klog/v2"
 
 	"github.com/heaven-dev/heaven/pkg/gitstore/gitrepo"
@@ -143,8 +142,8 @@ func (b *Branch) Head() plumbing.Hash {
 // memory, or from git blobs for history rebuilt at open. Returns
 // ErrCompacted for revisions before the compaction point and ErrFutureRev for
 // revisions not reached yet.
-func (b *Branch) Range(ctx context.Context, r *pb.RangeRequest) (*pb.RangeResponse, error) {
-	if len(r.Key) == 0 {
+func (b *Branch) Range(ctx context.Context, r *RangeRequest) (*RangeResult, error) {
+	if r.Key == "" {
 		return nil, ErrEmptyKey
 	}
 	b.mu.RLock()
@@ -166,64 +165,42 @@ func (b *Branch) Range(ctx context.Context, r *pb.RangeRequest) (*pb.RangeRespon
 	if err != nil {
 		return nil, err
 	}
-	resp.Header.Revision = b.committed
+	resp.Revision = b.committed
 	return resp, nil
-}
-
-// Put writes one key; it returns after the write is durable.
-func (b *Branch) Put(ctx context.Context, r *pb.PutRequest) (*pb.PutResponse, error) {
-	resp, err := b.Txn(ctx, &pb.TxnRequest{Success: []*pb.RequestOp{{Request: &pb.RequestOp_RequestPut{RequestPut: r}}}})
-	if err != nil {
-		return nil, err
-	}
-	pr := resp.Responses[0].GetResponsePut()
-	pr.Header = resp.Header
-	return pr, nil
-}
-
-// DeleteRange deletes keys; it returns after the delete is durable.
-func (b *Branch) DeleteRange(ctx context.Context, r *pb.DeleteRangeRequest) (*pb.DeleteRangeResponse, error) {
-	resp, err := b.Txn(ctx, &pb.TxnRequest{Success: []*pb.RequestOp{{Request: &pb.RequestOp_RequestDeleteRange{RequestDeleteRange: r}}}})
-	if err != nil {
-		return nil, err
-	}
-	dr := resp.Responses[0].GetResponseDeleteRange()
-	dr.Header = resp.Header
-	return dr, nil
 }
 
 // Txn evaluates compares and applies then or else. A txn that writes takes
 // one revision and returns after it is durable; a read-only txn is answered
 // at the committed revision without waiting for the writer.
-func (b *Branch) Txn(ctx context.Context, r *pb.TxnRequest) (*pb.TxnResponse, error) {
-	if readOnly(r) {
-		return b.readTxn(r)
+func (b *Branch) Txn(ctx context.Context, t *Txn) (*TxnResult, error) {
+	if readOnly(t) {
+		return b.readTxn(t)
 	}
-	return b.submit(ctx, &writeRequest{txn: r})
+	return b.submit(ctx, &writeRequest{txn: t})
 }
 
-func (b *Branch) readTxn(r *pb.TxnRequest) (*pb.TxnResponse, error) {
+func (b *Branch) readTxn(t *Txn) (*TxnResult, error) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	if b.closedErr != nil {
 		return nil, b.closedErr
 	}
 	a := &txnApplier{x: b.x, base: b.committed, load: b.loadValue}
-	resp, err := a.txn(r)
+	resp, err := a.txn(t)
 	if err != nil {
 		return nil, err
 	}
-	resp.Header = &pb.ResponseHeader{Revision: b.committed}
+	resp.Revision = b.committed
 	return resp, nil
 }
 
-func readOnly(r *pb.TxnRequest) bool {
-	for _, ops := range [][]*pb.RequestOp{r.Success, r.Failure} {
+func readOnly(t *Txn) bool {
+	for _, ops := range [][]Op{t.Then, t.Else} {
 		for _, op := range ops {
-			switch o := op.Request.(type) {
-			case *pb.RequestOp_RequestRange:
-			case *pb.RequestOp_RequestTxn:
-				if !readOnly(o.RequestTxn) {
+			switch {
+			case op.Range != nil:
+			case op.Txn != nil:
+				if !readOnly(op.Txn) {
 					return false
 				}
 			default:

@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
-	"go.etcd.io/etcd/api/v3/mvccpb"
 )
 
 func openTestRepo(t *testing.T, dir string) *Repository {
@@ -34,19 +32,25 @@ func openTestBranch(t *testing.T) (*Repository, *Branch, string) {
 
 func put(t *testing.T, b *Branch, key, value string) int64 {
 	t.Helper()
-	resp, err := b.Put(context.Background(), &pb.PutRequest{Key: []byte(key), Value: []byte(value)})
+	rev, err := b.Put(context.Background(), key, []byte(value))
 	require.NoError(t, err)
-	return resp.Header.Revision
+	return rev
 }
 
-func get(t *testing.T, b *Branch, key string, rev int64) *mvccpb.KeyValue {
+// putLeased writes key attached to lease.
+func putLeased(ctx context.Context, b *Branch, key, value string, lease int64) error {
+	_, err := b.Txn(ctx, &Txn{Then: []Op{{Put: &PutOp{Key: key, Value: []byte(value), Lease: lease}}}})
+	return err
+}
+
+func get(t *testing.T, b *Branch, key string, rev int64) *KeyValue {
 	t.Helper()
-	resp, err := b.Range(context.Background(), &pb.RangeRequest{Key: []byte(key), Revision: rev})
+	resp, err := b.Range(context.Background(), &RangeRequest{Key: key, Revision: rev})
 	require.NoError(t, err)
-	if len(resp.Kvs) == 0 {
+	if len(resp.KVs) == 0 {
 		return nil
 	}
-	return resp.Kvs[0]
+	return &resp.KVs[0]
 }
 
 func git(t *testing.T, dir string, args ...string) string {
@@ -77,18 +81,18 @@ func TestPutRangeRevisions(t *testing.T) {
 	require.Equal(t, `{"v":1}`, string(old.Value))
 	require.Nil(t, get(t, b, "/registry/cm/b", 3))
 
-	resp, err := b.Range(context.Background(), &pb.RangeRequest{Key: []byte("/registry/"), RangeEnd: []byte("/registry0"), Limit: 1})
+	resp, err := b.Range(context.Background(), &RangeRequest{Key: "/registry/", End: "/registry0", Limit: 1})
 	require.NoError(t, err)
-	require.Len(t, resp.Kvs, 1)
+	require.Len(t, resp.KVs, 1)
 	require.Equal(t, int64(2), resp.Count)
 	require.True(t, resp.More)
 
-	resp, err = b.Range(context.Background(), &pb.RangeRequest{Key: []byte("/registry/"), RangeEnd: []byte("/registry0"), CountOnly: true})
+	resp, err = b.Range(context.Background(), &RangeRequest{Key: "/registry/", End: "/registry0", CountOnly: true})
 	require.NoError(t, err)
 	require.Equal(t, int64(2), resp.Count)
-	require.Empty(t, resp.Kvs)
+	require.Empty(t, resp.KVs)
 
-	_, err = b.Range(context.Background(), &pb.RangeRequest{Key: []byte("/x"), Revision: 99})
+	_, err = b.Range(context.Background(), &RangeRequest{Key: "/x", Revision: 99})
 	require.ErrorIs(t, err, ErrFutureRev)
 }
 
@@ -96,32 +100,29 @@ func TestTxnCompares(t *testing.T) {
 	_, b, _ := openTestBranch(t)
 	rev := put(t, b, "/k", "v1")
 	ctx := context.Background()
-	putOp := func(v string) *pb.RequestOp {
-		return &pb.RequestOp{Request: &pb.RequestOp_RequestPut{RequestPut: &pb.PutRequest{Key: []byte("/k"), Value: []byte(v)}}}
+	putOp := func(v string) Op { return Op{Put: &PutOp{Key: "/k", Value: []byte(v)}} }
+	cmpMod := func(key string, r int64) Compare {
+		return Compare{Key: key, Target: CompareModRevision, Result: Equal, Number: r}
 	}
-	cmpMod := func(r int64) *pb.Compare {
-		return &pb.Compare{Key: []byte("/k"), Target: pb.Compare_MOD, Result: pb.Compare_EQUAL, TargetUnion: &pb.Compare_ModRevision{ModRevision: r}}
-	}
-	resp, err := b.Txn(ctx, &pb.TxnRequest{Compare: []*pb.Compare{cmpMod(rev)}, Success: []*pb.RequestOp{putOp("v2")}})
+	resp, err := b.Txn(ctx, &Txn{If: []Compare{cmpMod("/k", rev)}, Then: []Op{putOp("v2")}})
 	require.NoError(t, err)
 	require.True(t, resp.Succeeded)
-	resp, err = b.Txn(ctx, &pb.TxnRequest{Compare: []*pb.Compare{cmpMod(rev)}, Success: []*pb.RequestOp{putOp("v3")},
-		Failure: []*pb.RequestOp{{Request: &pb.RequestOp_RequestRange{RequestRange: &pb.RangeRequest{Key: []byte("/k")}}}}})
+	resp, err = b.Txn(ctx, &Txn{If: []Compare{cmpMod("/k", rev)}, Then: []Op{putOp("v3")},
+		Else: []Op{{Range: &RangeRequest{Key: "/k"}}}})
 	require.NoError(t, err)
 	require.False(t, resp.Succeeded)
-	require.Equal(t, "v2", string(resp.Responses[0].GetResponseRange().Kvs[0].Value))
+	require.Equal(t, "v2", string(resp.Results[0].Range.KVs[0].Value))
 
 	// Create-if-absent, as the apiserver does.
-	absent := &pb.Compare{Key: []byte("/new"), Target: pb.Compare_MOD, Result: pb.Compare_EQUAL, TargetUnion: &pb.Compare_ModRevision{ModRevision: 0}}
-	create := &pb.RequestOp{Request: &pb.RequestOp_RequestPut{RequestPut: &pb.PutRequest{Key: []byte("/new"), Value: []byte("x")}}}
-	resp, err = b.Txn(ctx, &pb.TxnRequest{Compare: []*pb.Compare{absent}, Success: []*pb.RequestOp{create}})
+	create := &Txn{If: []Compare{cmpMod("/new", 0)}, Then: []Op{{Put: &PutOp{Key: "/new", Value: []byte("x")}}}}
+	resp, err = b.Txn(ctx, create)
 	require.NoError(t, err)
 	require.True(t, resp.Succeeded)
-	resp, err = b.Txn(ctx, &pb.TxnRequest{Compare: []*pb.Compare{absent}, Success: []*pb.RequestOp{create}})
+	resp, err = b.Txn(ctx, create)
 	require.NoError(t, err)
 	require.False(t, resp.Succeeded)
 
-	_, err = b.Txn(ctx, &pb.TxnRequest{Success: []*pb.RequestOp{putOp("a"), putOp("b")}})
+	_, err = b.Txn(ctx, &Txn{Then: []Op{putOp("a"), putOp("b")}})
 	require.ErrorIs(t, err, ErrDuplicateKey)
 }
 
@@ -129,17 +130,17 @@ func TestDeleteRangeAndTombstones(t *testing.T) {
 	_, b, _ := openTestBranch(t)
 	put(t, b, "/p/a", "1")
 	put(t, b, "/p/b", "2")
-	resp, err := b.DeleteRange(context.Background(), &pb.DeleteRangeRequest{Key: []byte("/p/"), RangeEnd: []byte("/p0"), PrevKv: true})
+	resp, err := b.Txn(context.Background(), &Txn{Then: []Op{{Delete: &DeleteOp{Key: "/p/", End: "/p0", PrevKV: true}}}})
 	require.NoError(t, err)
-	require.Equal(t, int64(2), resp.Deleted)
-	require.Len(t, resp.PrevKvs, 2)
-	require.Equal(t, int64(4), resp.Header.Revision, "one revision for the whole delete")
+	require.Equal(t, int64(2), resp.Results[0].Delete.Deleted)
+	require.Len(t, resp.Results[0].Delete.PrevKVs, 2)
+	require.Equal(t, int64(4), resp.Revision, "one revision for the whole delete")
 	require.Nil(t, get(t, b, "/p/a", 0))
 	require.Equal(t, "1", string(get(t, b, "/p/a", 3).Value))
 	// Deleting nothing takes no revision.
-	resp, err = b.DeleteRange(context.Background(), &pb.DeleteRangeRequest{Key: []byte("/p/a")})
+	deleted, _, err := b.Delete(context.Background(), "/p/a")
 	require.NoError(t, err)
-	require.Equal(t, int64(0), resp.Deleted)
+	require.False(t, deleted)
 	require.Equal(t, int64(4), b.Revision())
 	// Recreated key starts a new generation.
 	put(t, b, "/p/a", "3")
@@ -158,10 +159,10 @@ func TestRestartKeepsRevisionsAndMetadata(t *testing.T) {
 	put(t, b, "/b", "x")
 	put(t, b, "/a", `{"n":2}`)
 	put(t, b, "/a", `{"n":2}`) // identical bytes still bump version
-	_, err = b.DeleteRange(context.Background(), &pb.DeleteRangeRequest{Key: []byte("/b")})
+	_, _, err = b.Delete(context.Background(), "/b")
 	require.NoError(t, err)
 	put(t, b, "/b", "y")
-	want := map[string]*mvccpb.KeyValue{"/a": get(t, b, "/a", 0), "/b": get(t, b, "/b", 0)}
+	want := map[string]*KeyValue{"/a": get(t, b, "/a", 0), "/b": get(t, b, "/b", 0)}
 	wantOld := get(t, b, "/a", 3)
 	wantRev := b.Revision()
 	require.NoError(t, r.Close())
@@ -193,12 +194,12 @@ func TestLeasedKeysStayOutOfGitAndExpire(t *testing.T) {
 	put(t, b, "/durable", "d")
 	l, err := r.LeaseGrant(0, 2)
 	require.NoError(t, err)
-	_, err = b.Put(context.Background(), &pb.PutRequest{Key: []byte("/events/e1"), Value: []byte("e"), Lease: l.ID})
+	err = putLeased(context.Background(), b, "/events/e1", "e", l.ID)
 	require.NoError(t, err)
 	require.NotNil(t, get(t, b, "/events/e1", 0))
 	waitGitRef(t, dir, "team-a", b.Head())
 	require.NotContains(t, git(t, dir, "ls-tree", "-r", "--name-only", "team-a"), "events")
-	_, err = b.Put(context.Background(), &pb.PutRequest{Key: []byte("/x"), Value: []byte("e"), Lease: 12345})
+	err = putLeased(context.Background(), b, "/x", "e", 12345)
 	require.ErrorIs(t, err, ErrLeaseNotFound)
 
 	deadline := time.Now().Add(10 * time.Second)
@@ -215,12 +216,12 @@ func TestWatchFromPastRevisionWithPrevKV(t *testing.T) {
 	put(t, b, "/other", "x")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	w, err := b.Watch(ctx, WatchRequest{Key: []byte("/w/"), RangeEnd: []byte("/w0"), StartRevision: r1, PrevKV: true})
+	w, err := b.Watch(ctx, WatchRequest{Key: "/w/", End: "/w0", StartRevision: r1, PrevKV: true})
 	require.NoError(t, err)
-	_, err = b.DeleteRange(ctx, &pb.DeleteRangeRequest{Key: []byte("/w/a")})
+	_, _, err = b.Delete(ctx, "/w/a")
 	require.NoError(t, err)
 
-	var events []*mvccpb.Event
+	var events []Event
 	for len(events) < 3 {
 		select {
 		case resp := <-w.Responses():
@@ -229,12 +230,12 @@ func TestWatchFromPastRevisionWithPrevKV(t *testing.T) {
 			t.Fatalf("got %d events, want 3", len(events))
 		}
 	}
-	require.Equal(t, "1", string(events[0].Kv.Value))
-	require.Equal(t, "1", string(events[1].PrevKv.Value))
-	require.Equal(t, mvccpb.DELETE, events[2].Type)
-	require.Equal(t, "2", string(events[2].PrevKv.Value))
+	require.Equal(t, "1", string(events[0].KV.Value))
+	require.Equal(t, "1", string(events[1].PrevKV.Value))
+	require.Equal(t, EventDelete, events[2].Type)
+	require.Equal(t, "2", string(events[2].PrevKV.Value))
 	for i := 1; i < len(events); i++ {
-		require.Greater(t, events[i].Kv.ModRevision, events[i-1].Kv.ModRevision)
+		require.Greater(t, events[i].KV.ModRevision, events[i-1].KV.ModRevision)
 	}
 
 	w.RequestProgress()
@@ -253,11 +254,11 @@ func TestCompact(t *testing.T) {
 	r := put(t, b, "/a", "2")
 	put(t, b, "/a", "3")
 	require.NoError(t, b.Compact(context.Background(), r))
-	_, err := b.Range(context.Background(), &pb.RangeRequest{Key: []byte("/a"), Revision: r - 1})
+	_, err := b.Range(context.Background(), &RangeRequest{Key: "/a", Revision: r - 1})
 	require.ErrorIs(t, err, ErrCompacted)
 	require.Equal(t, "2", string(get(t, b, "/a", r).Value))
 	require.ErrorIs(t, b.Compact(context.Background(), r), ErrCompacted)
-	_, err = b.Watch(context.Background(), WatchRequest{Key: []byte("/a"), StartRevision: r - 1})
+	_, err = b.Watch(context.Background(), WatchRequest{Key: "/a", StartRevision: r - 1})
 	require.NoError(t, err)
 }
 
@@ -266,7 +267,7 @@ func TestPicksUpPushedCommits(t *testing.T) {
 	put(t, b, "/registry/a", `{"a":1}`)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	w, err := b.Watch(ctx, WatchRequest{Key: []byte("/registry/"), RangeEnd: []byte("/registry0")})
+	w, err := b.Watch(ctx, WatchRequest{Key: "/registry/", End: "/registry0"})
 	require.NoError(t, err)
 
 	work := t.TempDir()
@@ -281,8 +282,8 @@ func TestPicksUpPushedCommits(t *testing.T) {
 	select {
 	case resp := <-w.Responses():
 		require.Len(t, resp.Events, 1)
-		require.Equal(t, "/registry/b", string(resp.Events[0].Kv.Key))
-		require.Equal(t, `{"b":2}`+"\n", string(resp.Events[0].Kv.Value))
+		require.Equal(t, "/registry/b", string(resp.Events[0].KV.Key))
+		require.Equal(t, `{"b":2}`+"\n", string(resp.Events[0].KV.Value))
 	case <-time.After(5 * time.Second):
 		t.Fatal("pushed commit not picked up")
 	}
@@ -323,13 +324,13 @@ func TestBranchesHaveTheirOwnRevisionsAndClose(t *testing.T) {
 	require.Equal(t, "a2", string(get(t, a, "/k", 0).Value))
 	require.Equal(t, "b1", string(get(t, bb, "/k", 0).Value))
 
-	w, err := bb.Watch(context.Background(), WatchRequest{Key: []byte("/k")})
+	w, err := bb.Watch(context.Background(), WatchRequest{Key: "/k"})
 	require.NoError(t, err)
 	require.NoError(t, r.CloseBranch("team-b"))
 	for resp := range w.Responses() {
 		require.True(t, resp.Canceled, "only a cancellation after close")
 	}
-	_, err = bb.Range(context.Background(), &pb.RangeRequest{Key: []byte("/k")})
+	_, err = bb.Range(context.Background(), &RangeRequest{Key: "/k"})
 	require.ErrorIs(t, err, ErrClosed)
 
 	again, err := r.Branch(context.Background(), "team-b")
@@ -355,7 +356,7 @@ func TestCompactionSurvivesRestart(t *testing.T) {
 	b2, err := openTestRepo(t, dir).Branch(context.Background(), "team-a")
 	require.NoError(t, err)
 	require.Equal(t, rev, b2.CompactRevision())
-	_, err = b2.Range(context.Background(), &pb.RangeRequest{Key: []byte("/a"), Revision: rev - 1})
+	_, err = b2.Range(context.Background(), &RangeRequest{Key: "/a", Revision: rev - 1})
 	require.ErrorIs(t, err, ErrCompacted)
 	require.Equal(t, "2", string(get(t, b2, "/a", rev).Value))
 }
@@ -367,9 +368,9 @@ func TestFailedTxnDoesNotRaiseRevisionFloor(t *testing.T) {
 	b, err := r.Branch(context.Background(), "team-a")
 	require.NoError(t, err)
 	rev := put(t, b, "/k", "v")
-	resp, err := b.Txn(context.Background(), &pb.TxnRequest{
-		Compare: []*pb.Compare{{Key: []byte("/k"), Target: pb.Compare_MOD, Result: pb.Compare_EQUAL, TargetUnion: &pb.Compare_ModRevision{ModRevision: 1}}},
-		Success: []*pb.RequestOp{{Request: &pb.RequestOp_RequestPut{RequestPut: &pb.PutRequest{Key: []byte("/k"), Value: []byte("w")}}}},
+	resp, err := b.Txn(context.Background(), &Txn{
+		If:   []Compare{{Key: "/k", Target: CompareModRevision, Result: Equal, Number: 1}},
+		Then: []Op{{Put: &PutOp{Key: "/k", Value: []byte("w")}}},
 	})
 	require.NoError(t, err)
 	require.False(t, resp.Succeeded)
@@ -385,13 +386,13 @@ func TestWatchDropsPrevKVOfCompactedRevision(t *testing.T) {
 	put(t, b, "/k", "b")
 	rev := put(t, b, "/k", "c")
 	require.NoError(t, b.Compact(context.Background(), rev))
-	w, err := b.Watch(context.Background(), WatchRequest{Key: []byte("/k"), StartRevision: rev, PrevKV: true})
+	w, err := b.Watch(context.Background(), WatchRequest{Key: "/k", StartRevision: rev, PrevKV: true})
 	require.NoError(t, err)
 	defer w.Close()
 	select {
 	case resp := <-w.Responses():
 		require.Len(t, resp.Events, 1)
-		require.Nil(t, resp.Events[0].PrevKv)
+		require.Nil(t, resp.Events[0].PrevKV)
 	case <-time.After(5 * time.Second):
 		t.Fatal("no event")
 	}

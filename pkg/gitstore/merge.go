@@ -9,7 +9,6 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
-	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 )
 
 // ErrHeadMoved is returned by Branch.Merge when the branch has taken writes
@@ -95,11 +94,11 @@ func (b *Branch) Merge(ctx context.Context, req MergeRequest) (MergeResult, erro
 	if err != nil {
 		return MergeResult{}, err
 	}
-	return MergeResult{Commit: m.commit, Revision: resp.Header.Revision}, nil
+	return MergeResult{Commit: m.commit, Revision: resp.Revision}, nil
 }
 
 // mergeTxn turns a merge's changes into one transaction, in key order.
-func mergeTxn(req MergeRequest) (*pb.TxnRequest, error) {
+func mergeTxn(req MergeRequest) (*Txn, error) {
 	keys := make([]string, 0, len(req.Puts))
 	for k := range req.Puts {
 		keys = append(keys, k)
@@ -107,7 +106,7 @@ func mergeTxn(req MergeRequest) (*pb.TxnRequest, error) {
 	sort.Strings(keys)
 	deletes := append([]string(nil), req.Deletes...)
 	sort.Strings(deletes)
-	txn := &pb.TxnRequest{}
+	txn := &Txn{}
 	for _, k := range keys {
 		if k == "" {
 			return nil, ErrEmptyKey
@@ -116,8 +115,7 @@ func mergeTxn(req MergeRequest) (*pb.TxnRequest, error) {
 		if v == nil {
 			v = []byte{}
 		}
-		txn.Success = append(txn.Success, &pb.RequestOp{Request: &pb.RequestOp_RequestPut{
-			RequestPut: &pb.PutRequest{Key: []byte(k), Value: v}}})
+		txn.Then = append(txn.Then, Op{Put: &PutOp{Key: k, Value: v}})
 	}
 	for i, k := range deletes {
 		if _, put := req.Puts[k]; put || (i > 0 && deletes[i-1] == k) {
@@ -126,8 +124,7 @@ func mergeTxn(req MergeRequest) (*pb.TxnRequest, error) {
 		if k == "" {
 			return nil, ErrEmptyKey
 		}
-		txn.Success = append(txn.Success, &pb.RequestOp{Request: &pb.RequestOp_RequestDeleteRange{
-			RequestDeleteRange: &pb.DeleteRangeRequest{Key: []byte(k)}}})
+		txn.Then = append(txn.Then, Op{Delete: &DeleteOp{Key: k}})
 	}
 	return txn, nil
 }

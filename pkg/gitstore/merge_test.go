@@ -13,8 +13,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
-	"go.etcd.io/etcd/api/v3/mvccpb"
 )
 
 // forkedPair makes branch "main" with keys /a, /b, /c and a fork "side" of
@@ -60,7 +58,7 @@ func waitGitRef(t *testing.T, dir, branch string, want plumbing.Hash) {
 
 func del(t *testing.T, b *Branch, key string) {
 	t.Helper()
-	_, err := b.DeleteRange(context.Background(), &pb.DeleteRangeRequest{Key: []byte(key)})
+	_, _, err := b.Delete(context.Background(), key)
 	require.NoError(t, err)
 }
 
@@ -99,12 +97,12 @@ func TestMergeWritesOneTwoParentCommitAtOneRevision(t *testing.T) {
 			if v, ok := tc.want[b]; ok && v != "" {
 				tc.want[b] = `{"v":"b1"}` + "\n"
 			}
-			before := map[string]*mvccpb.KeyValue{}
+			before := map[string]*KeyValue{}
 			for k := range tc.want {
 				before[k] = get(t, main, k, 0)
 			}
 			startRev := main.Revision()
-			w, err := main.Watch(ctx, WatchRequest{Key: []byte("/"), RangeEnd: []byte("\x00"), PrevKV: true})
+			w, err := main.Watch(ctx, WatchRequest{Key: "/", End: "\x00", PrevKV: true})
 			require.NoError(t, err)
 			defer w.Close()
 
@@ -153,9 +151,9 @@ func TestMergeWritesOneTwoParentCommitAtOneRevision(t *testing.T) {
 			case resp := <-w.Responses():
 				require.Len(t, resp.Events, len(tc.puts)+len(tc.deletes))
 				for _, ev := range resp.Events {
-					assert.Equal(t, res.Revision, ev.Kv.ModRevision)
-					if ev.Type == mvccpb.DELETE {
-						assert.NotNil(t, ev.PrevKv)
+					assert.Equal(t, res.Revision, ev.KV.ModRevision)
+					if ev.Type == EventDelete {
+						assert.NotNil(t, ev.PrevKV)
 					}
 				}
 			case <-time.After(5 * time.Second):
@@ -229,7 +227,7 @@ func TestMergeJoinWithoutChangesTakesNoRevision(t *testing.T) {
 	put(t, side, "/core/configmaps/default/d", `{"v":"d0"}`+"\n")
 	put(t, main, "/core/configmaps/default/d", `{"v":"d0"}`+"\n") // the same change on both sides
 	rev, head := main.Revision(), main.Head()
-	w, err := main.Watch(ctx, WatchRequest{Key: []byte("/"), RangeEnd: []byte("\x00"), StartRevision: rev + 1})
+	w, err := main.Watch(ctx, WatchRequest{Key: "/", End: "\x00", StartRevision: rev + 1})
 	require.NoError(t, err)
 	defer w.Close()
 
@@ -288,7 +286,7 @@ func TestMergeRacingWritersLosesNoWrite(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range writes {
-				_, err := main.Put(ctx, &pb.PutRequest{Key: []byte(fmt.Sprintf("/core/configmaps/w%d/k%d", w, i)), Value: []byte(`{"w":1}`)})
+				_, err := main.Put(ctx, fmt.Sprintf("/core/configmaps/w%d/k%d", w, i), []byte(`{"w":1}`))
 				assert.NoError(t, err)
 			}
 		}()
@@ -308,7 +306,7 @@ func TestMergeRacingWritersLosesNoWrite(t *testing.T) {
 	}
 	wg.Wait()
 	t.Logf("merged %d, head moved %d", merged, moved)
-	resp, err := main.Range(ctx, &pb.RangeRequest{Key: []byte("/core/configmaps/w"), RangeEnd: []byte("/core/configmaps/x"), CountOnly: true})
+	resp, err := main.Range(ctx, &RangeRequest{Key: "/core/configmaps/w", End: "/core/configmaps/x", CountOnly: true})
 	require.NoError(t, err)
 	assert.Equal(t, int64(writers*writes), resp.Count)
 }

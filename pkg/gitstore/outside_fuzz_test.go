@@ -14,7 +14,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/stretchr/testify/require"
-	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
 	"k8s.io/klog/v2"
 
@@ -76,7 +75,7 @@ func (fz *outsideFuzz) run(t *testing.T, data []byte) {
 		}
 		// A write finds the ref moved, picks the commit up, and lands
 		// on top of it.
-		_, err = b.Put(ctx, &pb.PutRequest{Key: []byte("/core/cm/default/w"), Value: []byte(fmt.Sprintf(`{"name":"w","round":%d}`, round))})
+		_, err = b.Put(ctx, "/core/cm/default/w", []byte(fmt.Sprintf(`{"name":"w","round":%d}`, round)))
 		require.NoError(t, err)
 		require.NoError(t, isAncestor(r, commit, b.Head()), "the outside commit is in the branch's history")
 		head = b.Head()

@@ -14,7 +14,6 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/stretchr/testify/require"
-	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"sigs.k8s.io/yaml"
 )
 
@@ -133,7 +132,7 @@ func TestBadPushedFileNeverBlocksTheBranch(t *testing.T) {
 	waitGitRef(t, dir, "team-a", b.Head())
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	w, err := b.Watch(ctx, WatchRequest{Key: []byte("/"), RangeEnd: []byte("\x00")})
+	w, err := b.Watch(ctx, WatchRequest{Key: "/", End: "\x00"})
 	require.NoError(t, err)
 
 	// A truncated file for a new key and a broken edit of an existing one.
@@ -169,7 +168,7 @@ func TestBadPushedFileNeverBlocksTheBranch(t *testing.T) {
 		case resp := <-w.Responses():
 			require.False(t, resp.Canceled)
 			for _, ev := range resp.Events {
-				keys = append(keys, string(ev.Kv.Key))
+				keys = append(keys, string(ev.KV.Key))
 			}
 		case <-time.After(5 * time.Second):
 			t.Fatalf("watch stalled after %v", keys)
@@ -264,7 +263,7 @@ func TestUnreadableCommitBacksOffAndFailsWritesClearly(t *testing.T) {
 	git(t, dir, "update-ref", "refs/heads/team-a", broken)
 
 	began := time.Now()
-	_, err := b.Put(context.Background(), &pb.PutRequest{Key: []byte("/core/cm/default/b"), Value: []byte(`{"name":"b"}`)})
+	_, err := b.Put(context.Background(), "/core/cm/default/b", []byte(`{"name":"b"}`))
 	require.ErrorIs(t, err, ErrUnavailable)
 	require.Contains(t, err.Error(), "cannot be read")
 	require.Less(t, time.Since(began), 5*time.Second, "the write fails, it does not hang")
@@ -275,7 +274,7 @@ func TestUnreadableCommitBacksOffAndFailsWritesClearly(t *testing.T) {
 	// Once the branch is back on readable commits, writes resume.
 	git(t, dir, "update-ref", "refs/heads/team-a", good.String())
 	waitFor(t, "writes to resume", func() bool {
-		_, err := b.Put(context.Background(), &pb.PutRequest{Key: []byte("/core/cm/default/b"), Value: []byte(`{"name":"b"}`)})
+		_, err := b.Put(context.Background(), "/core/cm/default/b", []byte(`{"name":"b"}`))
 		return err == nil
 	})
 }
@@ -294,7 +293,7 @@ func TestConflictingRefFailsOnlyItsBranch(t *testing.T) {
 	require.NoError(t, err)
 	for range 3 {
 		began := time.Now()
-		_, err = team.Put(ctx, &pb.PutRequest{Key: []byte("/k"), Value: []byte("v")})
+		_, err = team.Put(ctx, "/k", []byte("v"))
 		require.ErrorIs(t, err, ErrRefConflict)
 		require.Contains(t, err.Error(), "refs/heads/team/x")
 		require.Less(t, time.Since(began), time.Second)

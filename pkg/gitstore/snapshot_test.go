@@ -8,7 +8,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 )
 
 func TestSnapshotValuesAreWhatRangeReturns(t *testing.T) {
@@ -27,7 +26,7 @@ func TestSnapshotValuesAreWhatRangeReturns(t *testing.T) {
 	}
 	leased, err := repo.LeaseGrant(7, 60)
 	require.NoError(t, err)
-	_, err = b.Put(ctx, &pb.PutRequest{Key: []byte("/core/events/default/e"), Value: []byte("{}"), Lease: leased.ID})
+	err = putLeased(ctx, b, "/core/events/default/e", "{}", leased.ID)
 	require.NoError(t, err)
 
 	snap, err := repo.Snapshot(b.Head())

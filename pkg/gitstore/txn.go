@@ -1,10 +1,6 @@
 package gitstore
 
-import (
-	"bytes"
-
-	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
-)
+import "bytes"
 
 // txnApplier evaluates one transaction against the writer's view of the
 // index (which includes writes not yet durable) and applies its writes at
@@ -28,64 +24,49 @@ func (a *txnApplier) readRev() int64 {
 	return a.base
 }
 
-// txn runs the request. Validation errors are returned before anything is
-// applied.
-func (a *txnApplier) txn(r *pb.TxnRequest) (*pb.TxnResponse, error) {
-	ok, err := a.compares(r.Compare)
+// txn runs the transaction. Validation errors are returned before anything
+// is applied.
+func (a *txnApplier) txn(t *Txn) (*TxnResult, error) {
+	ok, err := a.compares(t.If)
 	if err != nil {
 		return nil, err
 	}
-	ops := r.Success
+	ops := t.Then
 	if !ok {
-		ops = r.Failure
+		ops = t.Else
 	}
 	if err := a.validate(ops); err != nil {
 		return nil, err
 	}
-	resp := &pb.TxnResponse{Succeeded: ok, Responses: make([]*pb.ResponseOp, 0, len(ops))}
+	resp := &TxnResult{Succeeded: ok, Results: make([]OpResult, 0, len(ops))}
 	for _, op := range ops {
 		ro, err := a.op(op)
 		if err != nil {
 			return nil, err
 		}
-		resp.Responses = append(resp.Responses, ro)
+		resp.Results = append(resp.Results, ro)
 	}
 	return resp, nil
 }
 
-func (a *txnApplier) op(op *pb.RequestOp) (*pb.ResponseOp, error) {
-	switch o := op.Request.(type) {
-	case *pb.RequestOp_RequestRange:
-		rr, err := rangeAt(a.x, o.RequestRange, a.readRev(), a.load)
-		if err != nil {
-			return nil, err
-		}
-		return &pb.ResponseOp{Response: &pb.ResponseOp_ResponseRange{ResponseRange: rr}}, nil
-	case *pb.RequestOp_RequestPut:
-		pr, err := a.put(o.RequestPut)
-		if err != nil {
-			return nil, err
-		}
-		return &pb.ResponseOp{Response: &pb.ResponseOp_ResponsePut{ResponsePut: pr}}, nil
-	case *pb.RequestOp_RequestDeleteRange:
-		dr, err := a.deleteRange(o.RequestDeleteRange)
-		if err != nil {
-			return nil, err
-		}
-		return &pb.ResponseOp{Response: &pb.ResponseOp_ResponseDeleteRange{ResponseDeleteRange: dr}}, nil
-	case *pb.RequestOp_RequestTxn:
-		tr, err := a.txn(o.RequestTxn)
-		if err != nil {
-			return nil, err
-		}
-		return &pb.ResponseOp{Response: &pb.ResponseOp_ResponseTxn{ResponseTxn: tr}}, nil
+func (a *txnApplier) op(op Op) (OpResult, error) {
+	var out OpResult
+	var err error
+	switch {
+	case op.Range != nil:
+		out.Range, err = rangeAt(a.x, op.Range, a.readRev(), a.load)
+	case op.Put != nil:
+		out.Put, err = a.put(op.Put)
+	case op.Delete != nil:
+		out.Delete, err = a.deleteRange(op.Delete)
+	case op.Txn != nil:
+		out.Txn, err = a.txn(op.Txn)
 	}
-	return &pb.ResponseOp{}, nil
+	return out, err
 }
 
-func (a *txnApplier) put(p *pb.PutRequest) (*pb.PutResponse, error) {
-	key := string(p.Key)
-	prev := a.x.current(key)
+func (a *txnApplier) put(p *PutOp) (*PutResult, error) {
+	prev := a.x.current(p.Key)
 	rec := &record{mod: a.rev(), create: a.rev(), version: 1, value: p.Value, loaded: true, lease: p.Lease}
 	if prev != nil {
 		rec.create, rec.version = prev.create, prev.version+1
@@ -106,34 +87,34 @@ func (a *txnApplier) put(p *pb.PutRequest) (*pb.PutResponse, error) {
 	if rec.value == nil {
 		rec.value = []byte{}
 	}
-	resp := &pb.PutResponse{}
-	if p.PrevKv && prev != nil {
-		kv, err := keyValue(key, prev, true, a.load)
+	resp := &PutResult{}
+	if p.PrevKV && prev != nil {
+		kv, err := keyValue(p.Key, prev, true, a.load)
 		if err != nil {
 			return nil, err
 		}
-		resp.PrevKv = kv
+		resp.PrevKV = &kv
 	}
-	a.record(change{key: key, rec: rec, prev: prev})
+	a.record(change{key: p.Key, rec: rec, prev: prev})
 	return resp, nil
 }
 
-func (a *txnApplier) deleteRange(d *pb.DeleteRangeRequest) (*pb.DeleteRangeResponse, error) {
-	resp := &pb.DeleteRangeResponse{}
+func (a *txnApplier) deleteRange(d *DeleteOp) (*DeleteResult, error) {
+	resp := &DeleteResult{}
 	var victims []change
-	a.x.ascend(string(d.Key), string(d.RangeEnd), func(h *keyHistory) bool {
+	a.x.ascend(d.Key, d.End, func(h *keyHistory) bool {
 		if prev := h.latest(); prev != nil && !prev.tombstone() {
 			victims = append(victims, change{key: h.key, rec: &record{mod: a.rev()}, prev: prev})
 		}
 		return true
 	})
 	for _, c := range victims {
-		if d.PrevKv {
+		if d.PrevKV {
 			kv, err := keyValue(c.key, c.prev, true, a.load)
 			if err != nil {
 				return nil, err
 			}
-			resp.PrevKvs = append(resp.PrevKvs, kv)
+			resp.PrevKVs = append(resp.PrevKVs, kv)
 		}
 		a.record(c)
 	}
@@ -149,17 +130,19 @@ func (a *txnApplier) record(c change) {
 }
 
 // validate checks what etcd checks before applying: leases exist, ignore_*
-// puts have a key, no key is written twice.
-func (a *txnApplier) validate(ops []*pb.RequestOp) error {
+// puts have a key, no key is written twice. It is the one place the store
+// checks a request; the etcd facade only checks what etcd's wire format
+// allows that the store's types do not.
+func (a *txnApplier) validate(ops []Op) error {
 	puts := map[string]bool{}
 	var dels [][2]string
-	var walk func(ops []*pb.RequestOp) error
-	walk = func(ops []*pb.RequestOp) error {
+	var walk func(ops []Op) error
+	walk = func(ops []Op) error {
 		for _, op := range ops {
-			switch o := op.Request.(type) {
-			case *pb.RequestOp_RequestPut:
-				p := o.RequestPut
-				if len(p.Key) == 0 {
+			switch {
+			case op.Put != nil:
+				p := op.Put
+				if p.Key == "" {
 					return ErrEmptyKey
 				}
 				if p.IgnoreValue && len(p.Value) != 0 {
@@ -168,32 +151,31 @@ func (a *txnApplier) validate(ops []*pb.RequestOp) error {
 				if p.IgnoreLease && p.Lease != 0 {
 					return ErrLeaseProvided
 				}
-				if (p.IgnoreValue || p.IgnoreLease) && a.x.current(string(p.Key)) == nil {
+				if (p.IgnoreValue || p.IgnoreLease) && a.x.current(p.Key) == nil {
 					return ErrKeyNotFound
 				}
 				if p.Lease != 0 && !a.lessor(p.Lease) {
 					return ErrLeaseNotFound
 				}
-				if puts[string(p.Key)] {
+				if puts[p.Key] {
 					return ErrDuplicateKey
 				}
-				puts[string(p.Key)] = true
-			case *pb.RequestOp_RequestDeleteRange:
-				if len(o.RequestDeleteRange.Key) == 0 {
+				puts[p.Key] = true
+			case op.Delete != nil:
+				if op.Delete.Key == "" {
 					return ErrEmptyKey
 				}
-				dels = append(dels, [2]string{string(o.RequestDeleteRange.Key), string(o.RequestDeleteRange.RangeEnd)})
-			case *pb.RequestOp_RequestRange:
-				if len(o.RequestRange.Key) == 0 {
+				dels = append(dels, [2]string{op.Delete.Key, op.Delete.End})
+			case op.Range != nil:
+				if op.Range.Key == "" {
 					return ErrEmptyKey
 				}
-			case *pb.RequestOp_RequestTxn:
-				t := o.RequestTxn
+			case op.Txn != nil:
 				// Only one branch of a nested txn runs; check both alike.
-				if err := walk(t.Success); err != nil {
+				if err := walk(op.Txn.Then); err != nil {
 					return err
 				}
-				if err := walk(t.Failure); err != nil {
+				if err := walk(op.Txn.Else); err != nil {
 					return err
 				}
 			}
@@ -224,9 +206,9 @@ func inRange(k, key, end string) bool {
 }
 
 // compares evaluates all compares (true when every one holds).
-func (a *txnApplier) compares(cs []*pb.Compare) (bool, error) {
-	for _, c := range cs {
-		ok, err := a.compare(c)
+func (a *txnApplier) compares(cs []Compare) (bool, error) {
+	for i := range cs {
+		ok, err := a.compare(&cs[i])
 		if err != nil || !ok {
 			return false, err
 		}
@@ -234,23 +216,23 @@ func (a *txnApplier) compares(cs []*pb.Compare) (bool, error) {
 	return true, nil
 }
 
-func (a *txnApplier) compare(c *pb.Compare) (bool, error) {
+func (a *txnApplier) compare(c *Compare) (bool, error) {
 	var recs []*record
-	a.x.ascend(string(c.Key), string(c.RangeEnd), func(h *keyHistory) bool {
+	a.x.ascend(c.Key, c.End, func(h *keyHistory) bool {
 		if r := h.at(a.readRev()); r != nil {
 			recs = append(recs, r)
 		}
 		return true
 	})
 	if len(recs) == 0 {
-		if c.Target == pb.Compare_VALUE {
+		if c.Target == CompareValue {
 			return false, nil
 		}
 		return compareRecord(c, &record{}, nil), nil
 	}
 	for _, r := range recs {
 		var v []byte
-		if c.Target == pb.Compare_VALUE {
+		if c.Target == CompareValue {
 			var err error
 			if v, err = a.load(r); err != nil {
 				return false, err
@@ -263,28 +245,28 @@ func (a *txnApplier) compare(c *pb.Compare) (bool, error) {
 	return true, nil
 }
 
-func compareRecord(c *pb.Compare, r *record, value []byte) bool {
+func compareRecord(c *Compare, r *record, value []byte) bool {
 	var cmp int
 	switch c.Target {
-	case pb.Compare_VALUE:
-		cmp = bytes.Compare(value, c.GetValue())
-	case pb.Compare_VERSION:
-		cmp = cmpInt(r.version, c.GetVersion())
-	case pb.Compare_CREATE:
-		cmp = cmpInt(r.create, c.GetCreateRevision())
-	case pb.Compare_MOD:
-		cmp = cmpInt(r.mod, c.GetModRevision())
-	case pb.Compare_LEASE:
-		cmp = cmpInt(r.lease, c.GetLease())
+	case CompareValue:
+		cmp = bytes.Compare(value, c.Value)
+	case CompareVersion:
+		cmp = cmpInt(r.version, c.Number)
+	case CompareCreateRevision:
+		cmp = cmpInt(r.create, c.Number)
+	case CompareModRevision:
+		cmp = cmpInt(r.mod, c.Number)
+	case CompareLease:
+		cmp = cmpInt(r.lease, c.Number)
 	}
 	switch c.Result {
-	case pb.Compare_EQUAL:
+	case Equal:
 		return cmp == 0
-	case pb.Compare_NOT_EQUAL:
+	case NotEqual:
 		return cmp != 0
-	case pb.Compare_GREATER:
+	case Greater:
 		return cmp > 0
-	case pb.Compare_LESS:
+	case Less:
 		return cmp < 0
 	}
 	return false

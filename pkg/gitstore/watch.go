@@ -1,16 +1,13 @@
 package gitstore
 
 import (
-	"bytes"
 	"context"
 	"sync"
-
-	"go.etcd.io/etcd/api/v3/mvccpb"
 )
 
-// WatchRequest selects what a watcher sees.
+// WatchRequest selects what a watcher sees: keys as in RangeRequest.
 type WatchRequest struct {
-	Key, RangeEnd []byte
+	Key, End string
 	// StartRevision 0 means "from the next revision".
 	StartRevision int64
 	PrevKV        bool
@@ -21,7 +18,7 @@ type WatchRequest struct {
 // WatchResponse is one delivery: events of one or more whole revisions in
 // order, or a progress notification, or the end of the watch.
 type WatchResponse struct {
-	Events []*mvccpb.Event
+	Events []Event
 	// Revision: for events, the revision up to which this watcher has now
 	// seen everything; for progress, every event up to it has been delivered.
 	Revision int64
@@ -59,7 +56,7 @@ const watchBatchRevisions = 256
 // Watch starts a watcher. A StartRevision older than the compaction point
 // yields one response with CompactRevision set, then the channel closes.
 func (b *Branch) Watch(ctx context.Context, r WatchRequest) (*Watcher, error) {
-	if len(r.Key) == 0 {
+	if r.Key == "" {
 		return nil, ErrEmptyKey
 	}
 	b.mu.RLock()
@@ -143,7 +140,7 @@ func (w *Watcher) collect() (resp *WatchResponse, changed <-chan struct{}, ok bo
 	if w.next < b.x.compact {
 		return &WatchResponse{CompactRevision: b.x.compact, Canceled: true, Revision: b.committed}, nil, true
 	}
-	var events []*mvccpb.Event
+	var events []Event
 	for w.next <= b.committed && len(events) == 0 {
 		advanced := false
 		for _, rc := range b.x.changesFrom(w.next, watchBatchRevisions) {
@@ -151,11 +148,11 @@ func (w *Watcher) collect() (resp *WatchResponse, changed <-chan struct{}, ok bo
 				break
 			}
 			for _, c := range rc.changes {
-				ev, err := w.event(c)
+				ev, ok, err := w.event(c)
 				if err != nil {
 					return &WatchResponse{Canceled: true, CancelReason: err.Error()}, nil, true
 				}
-				if ev != nil {
+				if ok {
 					events = append(events, ev)
 				}
 			}
@@ -179,40 +176,38 @@ func (w *Watcher) collect() (resp *WatchResponse, changed <-chan struct{}, ok bo
 	return nil, b.changed, true
 }
 
-// event renders one change for this watcher, nil when filtered out.
-func (w *Watcher) event(c change) (*mvccpb.Event, error) {
-	k := []byte(c.key)
-	if !w.matches(k) {
-		return nil, nil
+// event renders one change for this watcher; ok is false when filtered out.
+func (w *Watcher) event(c change) (ev Event, ok bool, err error) {
+	if !w.matches(c.key) {
+		return Event{}, false, nil
 	}
-	ev := &mvccpb.Event{Type: mvccpb.PUT}
 	if c.rec.tombstone() {
-		ev.Type = mvccpb.DELETE
+		ev.Type = EventDelete
 	}
-	if (ev.Type == mvccpb.PUT && w.req.NoPut) || (ev.Type == mvccpb.DELETE && w.req.NoDelete) {
-		return nil, nil
+	if (ev.Type == EventPut && w.req.NoPut) || (ev.Type == EventDelete && w.req.NoDelete) {
+		return Event{}, false, nil
 	}
-	kv, err := keyValue(c.key, c.rec, !c.rec.tombstone(), w.b.loadValue)
-	if err != nil {
-		return nil, err
+	if ev.KV, err = keyValue(c.key, c.rec, !c.rec.tombstone(), w.b.loadValue); err != nil {
+		return Event{}, false, err
 	}
-	ev.Kv = kv
 	// As etcd: the previous value is the one at mod-1, gone once that
 	// revision is compacted.
 	if w.req.PrevKV && c.prev != nil && !c.prev.tombstone() && c.rec.mod-1 >= w.b.x.compact {
-		if ev.PrevKv, err = keyValue(c.key, c.prev, true, w.b.loadValue); err != nil {
-			return nil, err
+		prev, err := keyValue(c.key, c.prev, true, w.b.loadValue)
+		if err != nil {
+			return Event{}, false, err
 		}
+		ev.PrevKV = &prev
 	}
-	return ev, nil
+	return ev, true, nil
 }
 
-func (w *Watcher) matches(k []byte) bool {
+func (w *Watcher) matches(k string) bool {
 	switch {
-	case len(w.req.RangeEnd) == 0:
-		return bytes.Equal(k, w.req.Key)
-	case len(w.req.RangeEnd) == 1 && w.req.RangeEnd[0] == 0:
-		return bytes.Compare(k, w.req.Key) >= 0
+	case w.req.End == "":
+		return k == w.req.Key
+	case w.req.End == "\x00":
+		return k >= w.req.Key
 	}
-	return bytes.Compare(k, w.req.Key) >= 0 && bytes.Compare(k, w.req.RangeEnd) < 0
+	return k >= w.req.Key && k < w.req.End
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
-	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
 	"github.com/heaven-dev/heaven/pkg/gitstore/gitrepo"
 )
@@ -16,13 +15,13 @@ import (
 // writeRequest is one transaction (or lease revocation) waiting for the
 // writer.
 type writeRequest struct {
-	txn         *pb.TxnRequest
+	txn         *Txn
 	revokeLease int64        // instead of txn: delete every key attached to this lease
 	merge       *mergeIntent // the txn is a merge: its own commit, two parents (merge.go)
 
 	encoded []encodedValue // its puts' values encoded by the caller (encodeValues)
 
-	resp    *pb.TxnResponse
+	resp    *TxnResult
 	changes []change // what the request changed, at rev
 	rev     int64
 	err     error
@@ -36,7 +35,7 @@ const maxBatch = 512
 // else moved the branch between our evaluation and our ref update.
 const maxCASRetries = 5
 
-func (b *Branch) submit(ctx context.Context, r *writeRequest) (*pb.TxnResponse, error) {
+func (b *Branch) submit(ctx context.Context, r *writeRequest) (*TxnResult, error) {
 	r.done = make(chan struct{})
 	if r.txn != nil {
 		r.encoded = encodeValues(r.txn, r.encoded)
@@ -69,19 +68,19 @@ type encodedValue struct {
 // encodeValues appends the encoded values of the puts txn may do (either
 // branch, nested transactions too) that git would store: not leased and
 // carrying a value.
-func encodeValues(txn *pb.TxnRequest, out []encodedValue) []encodedValue {
-	for _, ops := range [][]*pb.RequestOp{txn.Success, txn.Failure} {
+func encodeValues(txn *Txn, out []encodedValue) []encodedValue {
+	for _, ops := range [][]Op{txn.Then, txn.Else} {
 		for _, op := range ops {
 			switch {
-			case op.GetRequestPut() != nil:
-				p := op.GetRequestPut()
+			case op.Put != nil:
+				p := op.Put
 				if p.Lease != 0 || p.IgnoreValue || len(p.Value) == 0 {
 					continue
 				}
 				content, ext := EncodeValue(p.Value)
 				out = append(out, encodedValue{value: p.Value, ext: ext, blob: gitrepo.EncodeBlob(content)})
-			case op.GetRequestTxn() != nil:
-				out = encodeValues(op.GetRequestTxn(), out)
+			case op.Txn != nil:
+				out = encodeValues(op.Txn, out)
 			}
 		}
 	}
@@ -274,7 +273,7 @@ func (b *Branch) evaluate(batch []*writeRequest) {
 		a := &txnApplier{x: b.x, base: b.latest, load: b.loadValue, lessor: b.leases.exists}
 		if r.revokeLease != 0 {
 			a.revoke(r.revokeLease)
-			r.resp = &pb.TxnResponse{Succeeded: true}
+			r.resp = &TxnResult{Succeeded: true}
 		} else {
 			r.resp, r.err = a.txn(r.txn)
 		}
@@ -288,7 +287,7 @@ func (b *Branch) evaluate(batch []*writeRequest) {
 			r.rev, r.changes = b.latest, a.changes
 			b.x.logRevision(r.rev, a.changes)
 		}
-		r.resp.Header = &pb.ResponseHeader{Revision: b.latest}
+		r.resp.Revision = b.latest
 	}
 }
 

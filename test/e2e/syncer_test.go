@@ -741,7 +741,6 @@ func expect(ok bool, format string, args ...any) error {
 	return fmt.Errorf(format, args...)
 }
 
-
 // widgetCRD is a type only the physical cluster has at first.
 func widgetCRD() *apiextensionsv1.CustomResourceDefinition {
 	return &apiextensionsv1.CustomResourceDefinition{

@@ -10,7 +10,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
 	"github.com/heaven-dev/heaven/pkg/gitstore"
 	"github.com/heaven-dev/heaven/pkg/merge"
@@ -46,18 +45,18 @@ func pair(t *testing.T) (*gitstore.Repository, *gitstore.Branch, *gitstore.Branc
 
 func put(t *testing.T, b *gitstore.Branch, key, value string) {
 	t.Helper()
-	_, err := b.Put(context.Background(), &pb.PutRequest{Key: []byte(key), Value: []byte(value)})
+	_, err := b.Put(context.Background(), key, []byte(value))
 	require.NoError(t, err)
 }
 
 func value(t *testing.T, b *gitstore.Branch, key string) string {
 	t.Helper()
-	resp, err := b.Range(context.Background(), &pb.RangeRequest{Key: []byte(key)})
+	resp, err := b.Range(context.Background(), &gitstore.RangeRequest{Key: key})
 	require.NoError(t, err)
-	if len(resp.Kvs) == 0 {
+	if len(resp.KVs) == 0 {
 		return ""
 	}
-	return string(resp.Kvs[0].Value)
+	return string(resp.KVs[0].Value)
 }
 
 func mergeInto(t *testing.T, repo *gitstore.Repository, target, source *gitstore.Branch, policy merge.Policy) Outcome {

@@ -11,7 +11,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
 	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
 	"github.com/heaven-dev/heaven/pkg/controllers/automatedmerge"
@@ -64,7 +63,7 @@ func (s *server) branch(t *testing.T) *gitstore.Branch {
 
 func (s *server) put(t *testing.T, key, value string) {
 	t.Helper()
-	_, err := s.branch(t).Put(context.Background(), &pb.PutRequest{Key: []byte(key), Value: []byte(value)})
+	_, err := s.branch(t).Put(context.Background(), key, []byte(value))
 	require.NoError(t, err)
 }
 

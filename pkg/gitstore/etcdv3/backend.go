@@ -3,8 +3,6 @@ package etcdv3
 import (
 	"context"
 
-	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
-
 	"github.com/heaven-dev/heaven/pkg/gitstore"
 )
 
@@ -21,14 +19,11 @@ type backend interface {
 }
 
 // keyspace is the part of *gitstore.Branch the facade uses. Keys are the
-// store's keys (in prefix mode: without the branch component); the response
-// header carries only the revision.
+// store's keys (in prefix mode: without the branch component).
 type keyspace interface {
 	Revision() int64
-	Range(ctx context.Context, r *pb.RangeRequest) (*pb.RangeResponse, error)
-	Put(ctx context.Context, r *pb.PutRequest) (*pb.PutResponse, error)
-	DeleteRange(ctx context.Context, r *pb.DeleteRangeRequest) (*pb.DeleteRangeResponse, error)
-	Txn(ctx context.Context, r *pb.TxnRequest) (*pb.TxnResponse, error)
+	Range(ctx context.Context, r *gitstore.RangeRequest) (*gitstore.RangeResult, error)
+	Txn(ctx context.Context, t *gitstore.Txn) (*gitstore.TxnResult, error)
 	Compact(ctx context.Context, rev int64) error
 	Watch(ctx context.Context, r gitstore.WatchRequest) (watcher, error)
 }

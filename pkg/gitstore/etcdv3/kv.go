@@ -8,6 +8,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/heaven-dev/heaven/pkg/gitstore"
 )
 
 var _ pb.KVServer = (*kvServer)(nil)
@@ -42,11 +44,11 @@ func (k *kvServer) Range(ctx context.Context, r *pb.RangeRequest) (*pb.RangeResp
 	if err != nil {
 		return nil, toGRPCError(ctx, "Range", err)
 	}
-	resp, err := b.Range(ctx, r)
+	res, err := b.Range(ctx, toRange(r))
 	if err != nil {
 		return nil, toGRPCError(ctx, "Range", err)
 	}
-	k.s.rt.rangeResponse(name, resp)
+	resp := fromRange(res, k.s.rt.clientKeys(name))
 	resp.Header = k.s.hdr.fill(resp.Header)
 	return resp, nil
 }
@@ -92,12 +94,11 @@ func (k *kvServer) Put(ctx context.Context, r *pb.PutRequest) (*pb.PutResponse, 
 	if err != nil {
 		return nil, toGRPCError(ctx, "Put", err)
 	}
-	resp, err := b.Put(ctx, r)
+	res, err := b.Txn(ctx, &gitstore.Txn{Then: []gitstore.Op{{Put: toPut(r)}}})
 	if err != nil {
 		return nil, toGRPCError(ctx, "Put", err)
 	}
-	k.s.rt.putResponse(name, resp)
-	resp.Header = k.s.hdr.fill(resp.Header)
+	resp := &pb.PutResponse{Header: k.s.hdr.at(res.Revision), PrevKv: fromKV(res.Results[0].Put.PrevKV, k.s.rt.clientKeys(name))}
 	return resp, nil
 }
 
@@ -114,12 +115,13 @@ func (k *kvServer) DeleteRange(ctx context.Context, r *pb.DeleteRangeRequest) (*
 	if err != nil {
 		return nil, toGRPCError(ctx, "DeleteRange", err)
 	}
-	resp, err := b.DeleteRange(ctx, r)
+	res, err := b.Txn(ctx, &gitstore.Txn{Then: []gitstore.Op{{Delete: toDelete(r)}}})
 	if err != nil {
 		return nil, toGRPCError(ctx, "DeleteRange", err)
 	}
-	k.s.rt.deleteResponse(name, resp)
-	resp.Header = k.s.hdr.fill(resp.Header)
+	del := res.Results[0].Delete
+	resp := &pb.DeleteRangeResponse{Header: k.s.hdr.at(res.Revision), Deleted: del.Deleted,
+		PrevKvs: fromKVs(del.PrevKVs, k.s.rt.clientKeys(name))}
 	return resp, nil
 }
 
@@ -136,11 +138,11 @@ func (k *kvServer) Txn(ctx context.Context, r *pb.TxnRequest) (*pb.TxnResponse, 
 	if err != nil {
 		return nil, toGRPCError(ctx, "Txn", err)
 	}
-	resp, err := b.Txn(ctx, r)
+	res, err := b.Txn(ctx, toTxn(r))
 	if err != nil {
 		return nil, toGRPCError(ctx, "Txn", err)
 	}
-	k.s.rt.txnResponse(name, resp)
+	resp := fromTxn(res, k.s.rt.clientKeys(name))
 	resp.Header = k.s.hdr.fill(resp.Header)
 	return resp, nil
 }

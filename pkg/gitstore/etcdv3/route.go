@@ -4,7 +4,6 @@ import (
 	"bytes"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
-	"go.etcd.io/etcd/api/v3/mvccpb"
 
 	"github.com/heaven-dev/heaven/pkg/gitstore"
 )
@@ -159,22 +158,15 @@ func (sc *scope) txnRequest(r *pb.TxnRequest) {
 	}
 }
 
-// Responses: in prefix mode, keys go back to the client's form. The store's
-// KeyValues may be shared (with its index, with other watchers), so they are
-// copied, never changed.
-
-func (rt router) kv(branch string, kv *mvccpb.KeyValue) *mvccpb.KeyValue {
-	if kv == nil || !rt.prefixMode() {
-		return kv
+// clientKeys names the store keys of branch as this endpoint's clients know
+// them: with the branch prefix back in prefix mode. The store's values are
+// shared (with its index, with other watchers): results copy keys, never
+// change them.
+func (rt router) clientKeys(branch string) clientKeyFunc {
+	if !rt.prefixMode() {
+		return func(key string) []byte { return []byte(key) }
 	}
-	return &mvccpb.KeyValue{
-		Key:            rt.clientKey(branch, kv.Key),
-		CreateRevision: kv.CreateRevision,
-		ModRevision:    kv.ModRevision,
-		Version:        kv.Version,
-		Value:          kv.Value,
-		Lease:          kv.Lease,
-	}
+	return func(key string) []byte { return rt.clientKey(branch, []byte(key)) }
 }
 
 func (rt router) clientKey(branch string, key []byte) []byte {
@@ -183,58 +175,6 @@ func (rt router) clientKey(branch string, key []byte) []byte {
 	}
 	out := make([]byte, 0, 1+len(branch)+len(key))
 	out = append(append(append(out, '/'), branch...), key...)
-	return out
-}
-
-func (rt router) kvs(branch string, kvs []*mvccpb.KeyValue) []*mvccpb.KeyValue {
-	if !rt.prefixMode() || len(kvs) == 0 {
-		return kvs
-	}
-	out := make([]*mvccpb.KeyValue, len(kvs))
-	for i, kv := range kvs {
-		out[i] = rt.kv(branch, kv)
-	}
-	return out
-}
-
-func (rt router) rangeResponse(branch string, r *pb.RangeResponse) {
-	r.Kvs = rt.kvs(branch, r.Kvs)
-}
-
-func (rt router) putResponse(branch string, r *pb.PutResponse) {
-	r.PrevKv = rt.kv(branch, r.PrevKv)
-}
-
-func (rt router) deleteResponse(branch string, r *pb.DeleteRangeResponse) {
-	r.PrevKvs = rt.kvs(branch, r.PrevKvs)
-}
-
-func (rt router) txnResponse(branch string, r *pb.TxnResponse) {
-	if !rt.prefixMode() {
-		return
-	}
-	for _, op := range r.Responses {
-		switch o := op.Response.(type) {
-		case *pb.ResponseOp_ResponseRange:
-			rt.rangeResponse(branch, o.ResponseRange)
-		case *pb.ResponseOp_ResponsePut:
-			rt.putResponse(branch, o.ResponsePut)
-		case *pb.ResponseOp_ResponseDeleteRange:
-			rt.deleteResponse(branch, o.ResponseDeleteRange)
-		case *pb.ResponseOp_ResponseTxn:
-			rt.txnResponse(branch, o.ResponseTxn)
-		}
-	}
-}
-
-func (rt router) events(branch string, evs []*mvccpb.Event) []*mvccpb.Event {
-	if !rt.prefixMode() {
-		return evs
-	}
-	out := make([]*mvccpb.Event, len(evs))
-	for i, ev := range evs {
-		out[i] = &mvccpb.Event{Type: ev.Type, Kv: rt.kv(branch, ev.Kv), PrevKv: rt.kv(branch, ev.PrevKv)}
-	}
 	return out
 }
 

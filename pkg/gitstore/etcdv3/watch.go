@@ -172,7 +172,7 @@ func (st *watchStream) create(ctx context.Context, creq *pb.WatchCreateRequest) 
 	if start == 0 {
 		start = rev + 1
 	}
-	req := gitstore.WatchRequest{Key: key, RangeEnd: end, StartRevision: start, PrevKV: creq.PrevKv}
+	req := gitstore.WatchRequest{Key: string(key), End: string(end), StartRevision: start, PrevKV: creq.PrevKv}
 	for _, f := range creq.Filters {
 		switch f {
 		case pb.WatchCreateRequest_NOPUT:

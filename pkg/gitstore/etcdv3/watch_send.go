@@ -119,11 +119,11 @@ func (st *watchStream) deliver(d delivery) error {
 	case len(r.Events) == 0:
 		return nil
 	}
-	last := r.Events[len(r.Events)-1].Kv.ModRevision
+	last := r.Events[len(r.Events)-1].KV.ModRevision
 	err := st.send(&pb.WatchResponse{
 		Header:  st.s.hdr.at(max(r.Revision, last)),
 		WatchId: wt.id,
-		Events:  st.s.rt.events(wt.branch, r.Events),
+		Events:  fromEvents(r.Events, st.s.rt.clientKeys(wt.branch)),
 	})
 	wt.sent = max(wt.sent, last)
 	// The store's Revision: everything up to it has now been seen.

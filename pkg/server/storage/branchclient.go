@@ -62,13 +62,13 @@ var (
 // ---- the Kubernetes interface: what the API server's store calls most ----
 
 func (c kubernetesClient) Get(ctx context.Context, key string, opts clientv3k.GetOptions) (clientv3k.GetResponse, error) {
-	resp, err := c.b.Range(ctx, &pb.RangeRequest{Key: []byte(key), Revision: opts.Revision, Limit: 1})
+	res, err := c.b.Range(ctx, &gitstore.RangeRequest{Key: key, Revision: opts.Revision, Limit: 1})
 	if err != nil {
 		return clientv3k.GetResponse{}, storeError(err)
 	}
-	out := clientv3k.GetResponse{Revision: resp.Header.Revision}
-	if len(resp.Kvs) == 1 {
-		out.KV = resp.Kvs[0]
+	out := clientv3k.GetResponse{Revision: res.Revision}
+	if len(res.KVs) == 1 {
+		out.KV = toKV(&res.KVs[0])
 	}
 	return out, nil
 }
@@ -78,74 +78,103 @@ func (c kubernetesClient) List(ctx context.Context, prefix string, opts clientv3
 	if opts.Continue != "" {
 		start = opts.Continue
 	}
-	resp, err := c.b.Range(ctx, &pb.RangeRequest{Key: []byte(start), RangeEnd: []byte(clientv3.GetPrefixRangeEnd(prefix)),
+	res, err := c.b.Range(ctx, &gitstore.RangeRequest{Key: start, End: clientv3.GetPrefixRangeEnd(prefix),
 		Limit: opts.Limit, Revision: opts.Revision})
 	if err != nil {
 		return clientv3k.ListResponse{}, storeError(err)
 	}
-	return clientv3k.ListResponse{Kvs: resp.Kvs, Count: resp.Count, Revision: resp.Header.Revision}, nil
+	return clientv3k.ListResponse{Kvs: toKVs(res.KVs), Count: res.Count, Revision: res.Revision}, nil
 }
 
 func (c kubernetesClient) Count(ctx context.Context, prefix string, _ clientv3k.CountOptions) (int64, error) {
-	resp, err := c.b.Range(ctx, &pb.RangeRequest{Key: []byte(prefix), RangeEnd: []byte(clientv3.GetPrefixRangeEnd(prefix)), CountOnly: true})
+	res, err := c.b.Range(ctx, &gitstore.RangeRequest{Key: prefix, End: clientv3.GetPrefixRangeEnd(prefix), CountOnly: true})
 	if err != nil {
 		return 0, storeError(err)
 	}
-	return resp.Count, nil
+	return res.Count, nil
 }
 
 func (c kubernetesClient) OptimisticPut(ctx context.Context, key string, value []byte, expectedRevision int64, opts clientv3k.PutOptions) (clientv3k.PutResponse, error) {
 	if n := len(key) + len(value); n > MaxRequestBytes {
 		return clientv3k.PutResponse{}, tooLargeError{size: n}
 	}
-	put := &pb.RequestOp{Request: &pb.RequestOp_RequestPut{RequestPut: &pb.PutRequest{Key: []byte(key), Value: value, Lease: int64(opts.LeaseID)}}}
-	txn := modRevisionIs(key, expectedRevision, put, opts.GetOnFailure)
-	resp, err := c.b.Txn(ctx, txn)
+	put := gitstore.Op{Put: &gitstore.PutOp{Key: key, Value: value, Lease: int64(opts.LeaseID)}}
+	res, err := c.b.Txn(ctx, modRevisionIs(key, expectedRevision, put, opts.GetOnFailure))
 	if err != nil {
 		return clientv3k.PutResponse{}, storeError(err)
 	}
-	out := clientv3k.PutResponse{Succeeded: resp.Succeeded, Revision: resp.Header.Revision}
-	if opts.GetOnFailure && !resp.Succeeded {
-		out.KV = onlyKV(resp)
+	out := clientv3k.PutResponse{Succeeded: res.Succeeded, Revision: res.Revision}
+	if opts.GetOnFailure && !res.Succeeded {
+		out.KV = onlyKV(res)
 	}
 	return out, nil
 }
 
 func (c kubernetesClient) OptimisticDelete(ctx context.Context, key string, expectedRevision int64, opts clientv3k.DeleteOptions) (clientv3k.DeleteResponse, error) {
-	del := &pb.RequestOp{Request: &pb.RequestOp_RequestDeleteRange{RequestDeleteRange: &pb.DeleteRangeRequest{Key: []byte(key)}}}
-	resp, err := c.b.Txn(ctx, modRevisionIs(key, expectedRevision, del, opts.GetOnFailure))
+	del := gitstore.Op{Delete: &gitstore.DeleteOp{Key: key}}
+	res, err := c.b.Txn(ctx, modRevisionIs(key, expectedRevision, del, opts.GetOnFailure))
 	if err != nil {
 		return clientv3k.DeleteResponse{}, storeError(err)
 	}
-	out := clientv3k.DeleteResponse{Succeeded: resp.Succeeded, Revision: resp.Header.Revision}
-	if opts.GetOnFailure && !resp.Succeeded {
-		out.KV = onlyKV(resp)
+	out := clientv3k.DeleteResponse{Succeeded: res.Succeeded, Revision: res.Revision}
+	if opts.GetOnFailure && !res.Succeeded {
+		out.KV = onlyKV(res)
 	}
 	return out, nil
 }
 
 // modRevisionIs is the API server's optimistic write: then if key's mod
 // revision is rev (0: absent), else (if asked) read it.
-func modRevisionIs(key string, rev int64, then *pb.RequestOp, getOnFailure bool) *pb.TxnRequest {
-	txn := &pb.TxnRequest{
-		Compare: []*pb.Compare{{Key: []byte(key), Target: pb.Compare_MOD, Result: pb.Compare_EQUAL,
-			TargetUnion: &pb.Compare_ModRevision{ModRevision: rev}}},
-		Success: []*pb.RequestOp{then},
+func modRevisionIs(key string, rev int64, then gitstore.Op, getOnFailure bool) *gitstore.Txn {
+	txn := &gitstore.Txn{
+		If:   []gitstore.Compare{{Key: key, Target: gitstore.CompareModRevision, Result: gitstore.Equal, Number: rev}},
+		Then: []gitstore.Op{then},
 	}
 	if getOnFailure {
-		txn.Failure = []*pb.RequestOp{{Request: &pb.RequestOp_RequestRange{RequestRange: &pb.RangeRequest{Key: []byte(key)}}}}
+		txn.Else = []gitstore.Op{{Range: &gitstore.RangeRequest{Key: key}}}
 	}
 	return txn
 }
 
-func onlyKV(resp *pb.TxnResponse) *mvccpb.KeyValue {
-	if len(resp.Responses) == 0 {
+func onlyKV(res *gitstore.TxnResult) *mvccpb.KeyValue {
+	if len(res.Results) == 0 {
 		return nil
 	}
-	if r := resp.Responses[0].GetResponseRange(); r != nil && len(r.Kvs) == 1 {
-		return r.Kvs[0]
+	if r := res.Results[0].Range; r != nil && len(r.KVs) == 1 {
+		return toKV(&r.KVs[0])
 	}
 	return nil
+}
+
+// toKV gives a store KeyValue the API server's type. The value is shared,
+// not copied: neither side changes it.
+func toKV(kv *gitstore.KeyValue) *mvccpb.KeyValue {
+	if kv == nil {
+		return nil
+	}
+	return &mvccpb.KeyValue{Key: []byte(kv.Key), Value: kv.Value, CreateRevision: kv.CreateRevision,
+		ModRevision: kv.ModRevision, Version: kv.Version, Lease: kv.Lease}
+}
+
+func toKVs(kvs []gitstore.KeyValue) []*mvccpb.KeyValue {
+	out := make([]*mvccpb.KeyValue, len(kvs))
+	for i := range kvs {
+		out[i] = toKV(&kvs[i])
+	}
+	return out
+}
+
+func toEvents(evs []gitstore.Event) []*clientv3.Event {
+	out := make([]*clientv3.Event, len(evs))
+	for i := range evs {
+		ev := &evs[i]
+		e := &clientv3.Event{Type: mvccpb.PUT, Kv: toKV(&ev.KV), PrevKv: toKV(ev.PrevKV)}
+		if ev.Type == gitstore.EventDelete {
+			e.Type = mvccpb.DELETE
+		}
+		out[i] = e
+	}
+	return out
 }
 
 // ---- clientv3.KV: reads with options; the API server writes through the
@@ -156,8 +185,8 @@ func (c kvClient) Get(ctx context.Context, key string, opts ...clientv3.OpOption
 	if op.IsSortSet() {
 		return nil, unimplemented("sorted ranges")
 	}
-	resp, err := c.b.Range(ctx, &pb.RangeRequest{
-		Key: op.KeyBytes(), RangeEnd: op.RangeBytes(), Revision: op.Rev(), Limit: op.Limit(),
+	res, err := c.b.Range(ctx, &gitstore.RangeRequest{
+		Key: string(op.KeyBytes()), End: string(op.RangeBytes()), Revision: op.Rev(), Limit: op.Limit(),
 		KeysOnly: op.IsKeysOnly(), CountOnly: op.IsCountOnly(),
 		MinModRevision: op.MinModRev(), MaxModRevision: op.MaxModRev(),
 		MinCreateRevision: op.MinCreateRev(), MaxCreateRevision: op.MaxCreateRev(),
@@ -165,7 +194,8 @@ func (c kvClient) Get(ctx context.Context, key string, opts ...clientv3.OpOption
 	if err != nil {
 		return nil, storeError(err)
 	}
-	return (*clientv3.GetResponse)(resp), nil
+	return &clientv3.GetResponse{Header: &pb.ResponseHeader{Revision: res.Revision}, Kvs: toKVs(res.KVs),
+		Count: res.Count, More: res.More}, nil
 }
 
 // GetStream is not offered: the API server then lists with List.
@@ -200,7 +230,7 @@ const progressNotifyInterval = 10 * time.Minute
 func (c *branchClient) Watch(ctx context.Context, key string, opts ...clientv3.OpOption) clientv3.WatchChan {
 	op := clientv3.OpGet(key, opts...)
 	out := make(chan clientv3.WatchResponse, 16)
-	w, err := c.b.Watch(ctx, gitstore.WatchRequest{Key: op.KeyBytes(), RangeEnd: op.RangeBytes(), StartRevision: op.Rev(),
+	w, err := c.b.Watch(ctx, gitstore.WatchRequest{Key: string(op.KeyBytes()), End: string(op.RangeBytes()), StartRevision: op.Rev(),
 		PrevKV: op.IsPrevKV(), NoPut: op.IsFilterPut(), NoDelete: op.IsFilterDelete()})
 	if err != nil {
 		out <- clientv3.WatchResponse{Canceled: true, CancelReason: storeError(err).Error()}
@@ -237,7 +267,7 @@ func (c *branchClient) forward(ctx context.Context, w *gitstore.Watcher, out cha
 			}
 			wr := clientv3.WatchResponse{
 				Header:          &pb.ResponseHeader{Revision: resp.Revision},
-				Events:          resp.Events,
+				Events:          toEvents(resp.Events),
 				CompactRevision: resp.CompactRevision,
 				Canceled:        resp.Canceled,
 				CancelReason:    resp.CancelReason,
