@@ -14,8 +14,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/heaven-dev/heaven/pkg/pki"
 	"github.com/heaven-dev/heaven/pkg/server"
-	"github.com/heaven-dev/heaven/pkg/server/pki"
 )
 
 // KubeconfigOptions are the flags of "heaven-server kubeconfig".

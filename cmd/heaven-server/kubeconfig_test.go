@@ -10,7 +10,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	certutil "k8s.io/client-go/util/cert"
 
-	"github.com/heaven-dev/heaven/pkg/server/pki"
+	"github.com/heaven-dev/heaven/pkg/pki"
 )
 
 func TestKubeconfigForAUserAndAHeaven(t *testing.T) {

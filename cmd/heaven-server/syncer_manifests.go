@@ -15,8 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
+	"github.com/heaven-dev/heaven/pkg/pki"
 	"github.com/heaven-dev/heaven/pkg/server"
-	"github.com/heaven-dev/heaven/pkg/server/pki"
 	"github.com/heaven-dev/heaven/pkg/syncer/install"
 )
 

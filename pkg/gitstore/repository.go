@@ -60,7 +60,11 @@ func (o *Options) complete() {
 	}
 }
 
-// Repository is one bare git repository holding many branch keyspaces.
+// Repository is one bare git repository holding many branch keyspaces. It
+// wraps gitrepo.Repo, which knows only objects, packs and refs and makes
+// them durable; Repository adds what a key-value store needs on top: open
+// branches with their revisions and indexes, leases, commits from outside,
+// forks and merges.
 type Repository struct {
 	git    *gitrepo.Repo
 	opts   Options

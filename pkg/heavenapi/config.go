@@ -1,7 +1,7 @@
 // Package heavenapi assembles the Kubernetes API server of one heaven from
 // the unmodified libraries: k8s.io/apiextensions-apiserver (CRDs) with the
 // built-in types installed into the same GenericAPIServer, storage through
-// k8s.io/apiserver's etcd3 store (see pkg/server/storage), and the
+// k8s.io/apiserver's etcd3 store (see pkg/heavenapi/storage), and the
 // controllers a real control plane would run for these types (namespace
 // deletion). It has no listener of its own: heaven-server's front handler
 // calls Handler after stripping /clusters/<name>.
@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"sync"
 
 	apiextensionsinternal "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -35,7 +34,8 @@ import (
 
 	builtin "github.com/heaven-dev/heaven/pkg/builtin"
 	builtinscheme "github.com/heaven-dev/heaven/pkg/builtin/scheme"
-	"github.com/heaven-dev/heaven/pkg/server/storage"
+	"github.com/heaven-dev/heaven/pkg/heavenapi/storage"
+	"github.com/heaven-dev/heaven/pkg/memnet"
 )
 
 // KubernetesVersion is the version every heaven reports and emulates.
@@ -138,31 +138,14 @@ func unstructuredCodec(schema.GroupResource) (runtime.Codec, runtime.GroupVersio
 	return runtime.NewCodec(unstructured.UnstructuredJSONScheme, unstructured.UnstructuredJSONScheme), nil, nil
 }
 
-// noListener stands in for a secure listener: the generic server's run loop
-// needs one to shut down in order, but a heaven is reached only through the
-// front handler. Accept blocks until Close.
-type noListener struct {
-	addr   net.Addr
-	once   sync.Once
-	closed chan struct{}
-}
-
-func newNoListener(addr string) *noListener {
+// idleListener stands in for a secure listener: the generic server's run
+// loop needs one to shut down in order, but a heaven is reached only through
+// the front handler, so nobody dials it. Its address is the heaven's
+// external one.
+func idleListener(addr string) *memnet.Listener {
 	tcp, _ := net.ResolveTCPAddr("tcp", addr)
 	if tcp == nil {
 		tcp = &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)}
 	}
-	return &noListener{addr: tcp, closed: make(chan struct{})}
+	return memnet.NewListener(tcp)
 }
-
-func (l *noListener) Accept() (net.Conn, error) {
-	<-l.closed
-	return nil, net.ErrClosed
-}
-
-func (l *noListener) Close() error {
-	l.once.Do(func() { close(l.closed) })
-	return nil
-}
-
-func (l *noListener) Addr() net.Addr { return l.addr }

@@ -41,7 +41,7 @@ import (
 	builtin "github.com/heaven-dev/heaven/pkg/builtin"
 	"github.com/heaven-dev/heaven/pkg/gitstore"
 	"github.com/heaven-dev/heaven/pkg/gitstore/etcdv3"
-	"github.com/heaven-dev/heaven/pkg/server/storage"
+	"github.com/heaven-dev/heaven/pkg/heavenapi/storage"
 )
 
 // TestOpenAPIMatchesUpstream checks that the OpenAPI documents heavens serve
@@ -210,7 +210,7 @@ func newTestHeaven(c Config) (*genericapiserver.GenericAPIServer, error) {
 	}
 	completed := ac.Complete()
 	completed.GenericConfig.EnableDiscovery = true
-	completed.GenericConfig.SecureServing = &genericapiserver.SecureServingInfo{Listener: newNoListener(c.ExternalAddress)}
+	completed.GenericConfig.SecureServing = &genericapiserver.SecureServingInfo{Listener: idleListener(c.ExternalAddress)}
 	crds, err := completed.New(genericapiserver.NewEmptyDelegate())
 	if err != nil {
 		return nil, err

@@ -19,7 +19,7 @@ import (
 
 	builtin "github.com/heaven-dev/heaven/pkg/builtin"
 	"github.com/heaven-dev/heaven/pkg/controllers/namespacedeletion"
-	"github.com/heaven-dev/heaven/pkg/server/storage"
+	"github.com/heaven-dev/heaven/pkg/heavenapi/storage"
 )
 
 // InitialNamespaces exist in every heaven, as in a real cluster.
@@ -59,7 +59,7 @@ func New(c Config) (*Server, error) {
 	// serves /apis; here the same server serves the built-in groups and
 	// must answer /apis itself (its aggregated discovery includes CRDs).
 	completed.GenericConfig.EnableDiscovery = true
-	completed.GenericConfig.SecureServing = &genericapiserver.SecureServingInfo{Listener: newNoListener(c.ExternalAddress)}
+	completed.GenericConfig.SecureServing = &genericapiserver.SecureServingInfo{Listener: idleListener(c.ExternalAddress)}
 
 	crds, err := completed.New(genericapiserver.NewEmptyDelegate())
 	if err != nil {

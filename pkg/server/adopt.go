@@ -53,10 +53,10 @@ func (s *Server) adopt(name string) {
 // (otherwise only declared heavens are served, and a branch someone pushed
 // stays a branch).
 func (s *Server) adoptBranches(ctx context.Context) {
-	if s.git == nil || !s.cfg.AutoCreateHeavens {
+	if s.repo == nil || !s.cfg.AutoCreateHeavens {
 		return
 	}
-	branches, err := s.git.repo.Git().Branches()
+	branches, err := s.repo.Git().Branches()
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "Listing the repository's branches to adopt them")
 		return

@@ -15,22 +15,16 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
-	"k8s.io/klog/v2"
 
 	"github.com/heaven-dev/heaven/pkg/gitstore"
 )
 
-// gitBackend is the git store. Each heaven reaches its branch through a
-// client of its own with no network step (storage.NewBranchClient); the
-// merge, remote and compaction code calls the store directly.
-type gitBackend struct {
-	repo *gitstore.Repository
-}
-
-// startGitBackend opens the repository; opts carries what heaven-server
-// hooks into the store (OnHead, ReadFile, OnProblems), the commit metrics
-// are added here.
-func startGitBackend(dir string, m *metrics, opts gitstore.Options) (*gitBackend, error) {
+// openGitStore opens the repository of heavens. Each heaven reaches its
+// branch through a client of its own with no network step
+// (storage.NewBranchClient); the merge, remote and compaction code calls the
+// store directly. opts carries what heaven-server hooks into the store
+// (OnHead, ReadFile, OnProblems); the commit metrics are added here.
+func openGitStore(dir string, m *metrics, opts gitstore.Options) (*gitstore.Repository, error) {
 	opts.OnCommit = func(_ string, requests int, took time.Duration) {
 		m.gitCommits.Inc()
 		m.gitCommitWrites.Add(float64(requests))
@@ -40,13 +34,7 @@ func startGitBackend(dir string, m *metrics, opts gitstore.Options) (*gitBackend
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", dir, err)
 	}
-	return &gitBackend{repo: repo}, nil
-}
-
-func (b *gitBackend) close(context.Context) {
-	if err := b.repo.Close(); err != nil {
-		klog.ErrorS(err, "Closing the git repository")
-	}
+	return repo, nil
 }
 
 // etcdBackend is the etcd of ephemeral resources: embedded or external.

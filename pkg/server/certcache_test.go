@@ -11,7 +11,7 @@ import (
 	x509request "k8s.io/apiserver/pkg/authentication/request/x509"
 	certutil "k8s.io/client-go/util/cert"
 
-	"github.com/heaven-dev/heaven/pkg/server/pki"
+	"github.com/heaven-dev/heaven/pkg/pki"
 )
 
 func TestCachedX509(t *testing.T) {

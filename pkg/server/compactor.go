@@ -12,7 +12,7 @@ import (
 // etcd. Git keeps every commit; compaction only ends reads and watches at
 // older revisions (they get 410 Gone and relist, as with etcd).
 func (s *Server) runCompactor(ctx context.Context) {
-	if s.git == nil || s.cfg.CompactionInterval == 0 {
+	if s.repo == nil || s.cfg.CompactionInterval == 0 {
 		return
 	}
 	t := time.NewTicker(s.cfg.CompactionInterval)
@@ -26,7 +26,7 @@ func (s *Server) runCompactor(ctx context.Context) {
 		}
 		next := map[string]int64{}
 		for _, name := range s.heavens.active() {
-			b, err := s.git.repo.Branch(ctx, name)
+			b, err := s.repo.Branch(ctx, name)
 			if err != nil {
 				continue
 			}

@@ -19,7 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/heaven-dev/heaven/pkg/server/pki"
+	"github.com/heaven-dev/heaven/pkg/pki"
 )
 
 // frontEnv is a heaven-server as New builds it (its certificates, stores,

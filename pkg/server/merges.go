@@ -22,13 +22,13 @@ func (s *Server) startMergeController(ctx context.Context, cfg *rest.Config) {
 	if !s.cfg.MergeController {
 		return
 	}
-	if s.git == nil {
+	if s.repo == nil {
 		klog.FromContext(ctx).Info("AutomatedMerges need --storage=git; the merge controller does not run")
 		return
 	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.UserAgent = "heaven-server/" + mergectrl.ControllerName
-	repo := s.git.repo
+	repo := s.repo
 	ctrl := mergectrl.New(dynamic.NewForConfigOrDie(cfg), kubernetes.NewForConfigOrDie(cfg), mergectrl.Branches{
 		Commits: repo,
 		Head: func(_ context.Context, name string) (plumbing.Hash, error) {

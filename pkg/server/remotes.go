@@ -24,7 +24,7 @@ func (s *Server) startRemoteController(ctx context.Context, cfg *rest.Config) {
 	if !s.cfg.RemoteController {
 		return
 	}
-	if s.git == nil {
+	if s.repo == nil {
 		klog.FromContext(ctx).Info("Git remotes of heavens need --storage=git; the remote controller does not run")
 		return
 	}
@@ -37,7 +37,7 @@ func (s *Server) startRemoteController(ctx context.Context, cfg *rest.Config) {
 
 // remoteGit is what the remote controller needs of the git store.
 func (s *Server) remoteGit() remotectrl.Git {
-	repo := s.git.repo
+	repo := s.repo
 	git := repo.Git()
 	return remotectrl.Git{
 		Commits:    repo,
@@ -70,7 +70,7 @@ func (s *Server) remoteGit() remotectrl.Git {
 // cloneRemote is the Heaven controller's Clone: a new heaven with a git
 // remote starts from the remote's branch.
 func (s *Server) cloneRemote(ctx context.Context, name string, remote *v1alpha1.Remote) (bool, error) {
-	if s.git == nil || !s.cfg.RemoteController {
+	if s.repo == nil || !s.cfg.RemoteController {
 		return false, nil
 	}
 	cloned, err := remotectrl.Clone(ctx, s.remoteGit(), name, remote)

@@ -16,7 +16,7 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
 	"k8s.io/component-base/metrics/legacyregistry"
 
-	"github.com/heaven-dev/heaven/pkg/server/pki"
+	"github.com/heaven-dev/heaven/pkg/pki"
 )
 
 // Version is what /version reports: the Kubernetes API version every heaven
@@ -81,8 +81,8 @@ func (s *Server) rootHandler() http.Handler {
 func (s *Server) healthy(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if s.git != nil {
-		if _, _, err := s.git.repo.Head(RootHeaven); err != nil {
+	if s.repo != nil {
+		if _, _, err := s.repo.Head(RootHeaven); err != nil {
 			return fmt.Errorf("git store: %w", err)
 		}
 	}

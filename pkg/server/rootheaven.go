@@ -99,10 +99,10 @@ func installCRDs(ctx context.Context, client apiextensionsclient.Interface) erro
 }
 
 func (s *Server) branchInfo(ctx context.Context, name string) (bool, string, int64, error) {
-	if s.git == nil {
+	if s.repo == nil {
 		return true, "", 0, nil // etcd storage: no branches
 	}
-	head, rev, err := s.git.repo.Head(name)
+	head, rev, err := s.repo.Head(name)
 	if err != nil {
 		return false, "", 0, err
 	}
@@ -110,18 +110,18 @@ func (s *Server) branchInfo(ctx context.Context, name string) (bool, string, int
 }
 
 func (s *Server) fork(ctx context.Context, name, from string, rev int64) (string, int64, error) {
-	if s.git == nil {
+	if s.repo == nil {
 		return "", 0, fmt.Errorf("forks need --storage=%s", StorageGit)
 	}
 	// The new branch must not be open while it is created.
-	_ = s.git.repo.CloseBranch(name)
-	h, at, err := s.git.repo.Fork(ctx, name, from, rev)
+	_ = s.repo.CloseBranch(name)
+	h, at, err := s.repo.Fork(ctx, name, from, rev)
 	return h.String(), at, err
 }
 
 func (s *Server) deleteBranch(name string) error {
-	if s.git == nil {
+	if s.repo == nil {
 		return nil
 	}
-	return s.git.repo.DeleteBranch(name)
+	return s.repo.DeleteBranch(name)
 }

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 
 	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
-	"github.com/heaven-dev/heaven/pkg/server/pki"
+	"github.com/heaven-dev/heaven/pkg/pki"
 )
 
 // Scoped identities. Every authenticated user is an administrator of every

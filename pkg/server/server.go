@@ -32,9 +32,10 @@ import (
 	"github.com/heaven-dev/heaven/pkg/githook"
 	"github.com/heaven-dev/heaven/pkg/gitstore"
 	"github.com/heaven-dev/heaven/pkg/heavenapi"
+	"github.com/heaven-dev/heaven/pkg/heavenapi/storage"
+	"github.com/heaven-dev/heaven/pkg/memnet"
 	"github.com/heaven-dev/heaven/pkg/objectfile"
-	"github.com/heaven-dev/heaven/pkg/server/pki"
-	"github.com/heaven-dev/heaven/pkg/server/storage"
+	"github.com/heaven-dev/heaven/pkg/pki"
 )
 
 // RootHeaven is the heaven that holds Heaven objects; it always exists.
@@ -66,11 +67,11 @@ type Server struct {
 	cfg      CompletedConfig
 	lock     *os.File // of the data directory, held while the server lives
 	pki      *pki.Bundle
-	git      *gitBackend
+	repo     *gitstore.Repository // nil with --storage=etcd
 	etcd     *etcdBackend
 	heavens  *heavens
 	front    *front
-	mem      *memListener
+	mem      *memnet.Listener
 	listener net.Listener
 	metrics  *metrics
 
@@ -102,7 +103,7 @@ func (c CompletedConfig) New() (_ *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: c, lock: lock, mem: newMemListener(), metrics: serverMetrics(), ephemeral: map[schema.GroupResource]bool{}, rootReady: make(chan struct{})}
+	s := &Server{cfg: c, lock: lock, mem: memnet.NewListener(nil), metrics: serverMetrics(), ephemeral: map[schema.GroupResource]bool{}, rootReady: make(chan struct{})}
 	defer func() {
 		if err != nil {
 			s.close(context.Background())
@@ -126,7 +127,7 @@ func (c CompletedConfig) New() (_ *Server, err error) {
 			}
 		}
 		repoDir := filepath.Join(c.DataDir, "heavens.git")
-		if s.git, err = startGitBackend(repoDir, s.metrics, gitstore.Options{
+		if s.repo, err = openGitStore(repoDir, s.metrics, gitstore.Options{
 			OnHead: s.branchMoved, ReadFile: s.objectFiles.Read, OnProblems: s.outside.update,
 		}); err != nil {
 			return nil, err
@@ -256,8 +257,10 @@ func (s *Server) close(ctx context.Context) {
 		_ = s.listener.Close()
 	}
 	_ = s.mem.Close()
-	if s.git != nil {
-		s.git.close(ctx)
+	if s.repo != nil {
+		if err := s.repo.Close(); err != nil {
+			klog.ErrorS(err, "Closing the git repository")
+		}
 	}
 	if s.etcd != nil {
 		s.etcd.close()
@@ -381,20 +384,20 @@ func (s *Server) installPreReceiveHook(repoDir string) {
 // heavenClients are heaven name's storage clients: a client of its git
 // branch, or, with etcd storage, the shared etcd under a prefix of its own.
 func (s *Server) heavenClients(name string) (storage.Clients, error) {
-	if s.git == nil {
+	if s.repo == nil {
 		return storage.Clients{Git: s.etcd.client, GitPrefix: "/primary/" + name, Ephemeral: s.etcd.client}, nil
 	}
-	b, err := s.git.repo.Branch(context.Background(), name)
+	b, err := s.repo.Branch(context.Background(), name)
 	if err != nil {
 		return storage.Clients{}, fmt.Errorf("opening the branch of heaven %s: %w", name, err)
 	}
-	return storage.Clients{Git: storage.NewBranchClient(b, s.git.repo), Ephemeral: s.etcd.client}, nil
+	return storage.Clients{Git: storage.NewBranchClient(b, s.repo), Ephemeral: s.etcd.client}, nil
 }
 
 // heavenStopped releases what a stopped heaven held in the stores.
 func (s *Server) heavenStopped(name string) {
-	if s.git != nil {
-		if err := s.git.repo.CloseBranch(name); err != nil {
+	if s.repo != nil {
+		if err := s.repo.CloseBranch(name); err != nil {
 			klog.ErrorS(err, "Closing branch", "heaven", name)
 		}
 	}

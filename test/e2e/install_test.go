@@ -25,8 +25,8 @@ import (
 
 	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
 	synctargetctrl "github.com/heaven-dev/heaven/pkg/controllers/synctarget"
+	"github.com/heaven-dev/heaven/pkg/pki"
 	"github.com/heaven-dev/heaven/pkg/server"
-	"github.com/heaven-dev/heaven/pkg/server/pki"
 	"github.com/heaven-dev/heaven/pkg/syncer"
 	"github.com/heaven-dev/heaven/pkg/syncer/install"
 	"github.com/heaven-dev/heaven/test/e2e/framework"

@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
-	"github.com/heaven-dev/heaven/pkg/server/pki"
+	"github.com/heaven-dev/heaven/pkg/pki"
 )
 
 // TestDeletedSyncTargetCredentialIsRevoked: once its SyncTarget is deleted,

@@ -15,7 +15,7 @@ import (
 	certutil "k8s.io/client-go/util/cert"
 
 	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
-	"github.com/heaven-dev/heaven/pkg/server/pki"
+	"github.com/heaven-dev/heaven/pkg/pki"
 	"github.com/heaven-dev/heaven/pkg/syncer/install"
 )
 

@@ -23,7 +23,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
-	"github.com/heaven-dev/heaven/pkg/server/pki"
+	"github.com/heaven-dev/heaven/pkg/pki"
 	"github.com/heaven-dev/heaven/pkg/syncer"
 	"github.com/heaven-dev/heaven/pkg/syncer/install"
 )
