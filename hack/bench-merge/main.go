@@ -38,7 +38,6 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
-	"github.com/heaven-dev/heaven/pkg/controllers/automatedmerge"
 	"github.com/heaven-dev/heaven/pkg/gitstore"
 	"github.com/heaven-dev/heaven/pkg/merge"
 )
@@ -270,7 +269,7 @@ func ourMerge(ctx context.Context, repo *gitstore.Repository, s *sides, run int,
 		defer pprof.StopCPUProfile()
 	}
 	start := time.Now()
-	out, err := automatedmerge.MergeCommit(ctx, repo, target, s.theirs, automatedmerge.MergeOptions{
+	out, err := gitstore.MergeCommit(ctx, repo, target, s.theirs, gitstore.MergeCommitOptions{
 		Merger:  merge.Merger{Policy: merge.Policy{Default: merge.PreferSource}},
 		Message: "merge theirs into ours",
 	})

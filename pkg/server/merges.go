@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	mergectrl "github.com/heaven-dev/heaven/pkg/controllers/automatedmerge"
+	"github.com/heaven-dev/heaven/pkg/gitstore"
 )
 
 // startMergeController runs the AutomatedMerge controller over the root
@@ -35,7 +36,7 @@ func (s *Server) startMergeController(ctx context.Context, cfg *rest.Config) {
 			h, _, err := repo.Head(name)
 			return h, err
 		},
-		Open: func(ctx context.Context, name string) (mergectrl.Target, error) {
+		Open: func(ctx context.Context, name string) (gitstore.MergeTarget, error) {
 			return repo.Branch(ctx, name)
 		},
 		Ephemeral: s.ephemeralResource,

@@ -11,7 +11,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
-	mergectrl "github.com/heaven-dev/heaven/pkg/controllers/automatedmerge"
 	remotectrl "github.com/heaven-dev/heaven/pkg/controllers/remote"
 	"github.com/heaven-dev/heaven/pkg/gitstore"
 	"github.com/heaven-dev/heaven/pkg/gitstore/gitremote"
@@ -53,7 +52,7 @@ func (s *Server) remoteGit() remotectrl.Git {
 			// An open branch picks the new ref up like a push.
 			return git.CompareAndSwapRef(plumbing.NewBranchReferenceName(name), at, plumbing.ZeroHash)
 		},
-		Open: func(ctx context.Context, name string) (mergectrl.Target, error) {
+		Open: func(ctx context.Context, name string) (gitstore.MergeTarget, error) {
 			return repo.Branch(ctx, name)
 		},
 		Fetch: func(ctx context.Context, url, branch string, tracking, local plumbing.ReferenceName) (plumbing.Hash, error) {

@@ -30,6 +30,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
+	"github.com/heaven-dev/heaven/pkg/gitstore"
 )
 
 // ControllerName is the controller's name in events and logs.
@@ -39,15 +40,15 @@ const ControllerName = "automatedmerge-controller"
 // heaven-server; function fields so tests can use closures.
 type Branches struct {
 	// Commits reads any commit (merge bases, changed keys, values).
-	Commits Commits
+	Commits gitstore.CommitReader
 	// Head returns the head commit of heaven name's branch, zero when it
 	// has none, without starting the heaven.
 	Head func(ctx context.Context, name string) (plumbing.Hash, error)
 	// Open opens heaven name's branch to merge into, without starting the
 	// heaven's API server.
-	Open func(ctx context.Context, name string) (Target, error)
 	// Ephemeral says whether a resource ("<group or core>/<resource>") is
 	// stored outside git; those never merge.
+	Open      func(ctx context.Context, name string) (gitstore.MergeTarget, error)
 	Ephemeral func(resource string) bool
 }
 

@@ -15,7 +15,9 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
+	"github.com/heaven-dev/heaven/pkg/controllers/internal/conflictreport"
 	"github.com/heaven-dev/heaven/pkg/controllers/internal/unstructuredconv"
+	"github.com/heaven-dev/heaven/pkg/gitstore"
 )
 
 // reconcile merges every source of AutomatedMerge name into its target
@@ -69,7 +71,7 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 // mergeSource merges the head of heaven src into target, unless that very
 // attempt was made already, and records what happened in status.
 func (c *Controller) mergeSource(ctx context.Context, u *unstructured.Unstructured, am *v1alpha1.AutomatedMerge,
-	p *plan, target Target, src string, status *v1alpha1.AutomatedMergeStatus) error {
+	p *plan, target gitstore.MergeTarget, src string, status *v1alpha1.AutomatedMergeStatus) error {
 	st := sourceStatus(status, src)
 	head, err := c.branches.Head(ctx, src)
 	if err != nil {
@@ -84,12 +86,12 @@ func (c *Controller) mergeSource(ctx context.Context, u *unstructured.Unstructur
 	if c.remembered(key, attempt{generation: am.Generation, source: head, target: target.Head()}) {
 		return nil
 	}
-	out, err := MergeCommit(ctx, c.branches.Commits, target, head, MergeOptions{
+	out, err := gitstore.MergeCommit(ctx, c.branches.Commits, target, head, gitstore.MergeCommitOptions{
 		Merger:  p.merger,
 		Include: p.include,
 		Message: fmt.Sprintf("merge heaven %s (%s) into %s (AutomatedMerge %s)", src, short(head), p.target, am.Name),
 	})
-	if errors.Is(err, errNoTargetHead) {
+	if errors.Is(err, gitstore.ErrNoTargetHead) {
 		st.Message = fmt.Sprintf("heaven %s has no commits", p.target)
 		return nil
 	}
@@ -110,7 +112,7 @@ func (c *Controller) mergeSource(ctx context.Context, u *unstructured.Unstructur
 
 // record puts one attempt's outcome into status and Events.
 func (c *Controller) record(ctx context.Context, u *unstructured.Unstructured, src, target string, head plumbing.Hash,
-	out Outcome, st *v1alpha1.SourceMergeStatus, status *v1alpha1.AutomatedMergeStatus) {
+	out gitstore.MergeOutcome, st *v1alpha1.SourceMergeStatus, status *v1alpha1.AutomatedMergeStatus) {
 	logger := klog.FromContext(ctx).WithValues("source", src, "target", target, "sourceCommit", head)
 	switch {
 	case out.Blocked:
@@ -158,7 +160,7 @@ func (c *Controller) conflictEvents(u *unstructured.Unstructured, src string, co
 			c.recorder.Eventf(u, corev1.EventTypeWarning, "MergeConflict", "%d more conflicts merging heaven %s", len(conflicts)-i, src)
 			return
 		}
-		mc := reportConflict(src, cf)
+		mc := conflictreport.Of(src, cf)
 		c.recorder.Eventf(u, corev1.EventTypeWarning, "MergeConflict", "Heaven %s: %s %s: base %s, target %s, source %s: %s",
 			src, mc.Object, orWhole(mc.Path), shown(mc.Base), shown(mc.Target), shown(mc.Source), mc.Resolution)
 	}

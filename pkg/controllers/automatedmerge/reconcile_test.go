@@ -41,7 +41,7 @@ func testController(t *testing.T, repo *gitstore.Repository, ams ...*v1alpha1.Au
 			h, _, err := repo.Head(name)
 			return h, err
 		},
-		Open: func(ctx context.Context, name string) (Target, error) { return repo.Branch(ctx, name) },
+		Open: func(ctx context.Context, name string) (gitstore.MergeTarget, error) { return repo.Branch(ctx, name) },
 	})
 	t.Cleanup(c.events.Shutdown)
 	events := record.NewFakeRecorder(100)

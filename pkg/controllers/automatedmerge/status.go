@@ -3,12 +3,12 @@ package automatedmerge
 import (
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
+	"github.com/heaven-dev/heaven/pkg/controllers/internal/conflictreport"
 	"github.com/heaven-dev/heaven/pkg/merge"
 )
 
@@ -61,49 +61,9 @@ func setConflicts(status *v1alpha1.AutomatedMergeStatus, src string, conflicts [
 		if len(out) >= v1alpha1.MaxReportedConflicts {
 			break
 		}
-		out = append(out, reportConflict(src, cf))
+		out = append(out, conflictreport.Of(src, cf))
 	}
 	status.Conflicts = out
-}
-
-// ReportConflict is conflict c of a merge from src as status shows it, for
-// other controllers that merge (heavens' remotes).
-func ReportConflict(src string, c merge.Conflict) v1alpha1.MergeConflict {
-	return reportConflict(src, c)
-}
-
-// reportConflict is a conflict as status shows it: the object without the
-// key's leading '/', values truncated.
-func reportConflict(src string, c mergeConflict) v1alpha1.MergeConflict {
-	return v1alpha1.MergeConflict{
-		Heaven:     src,
-		Object:     strings.TrimPrefix(c.Key, "/"),
-		Path:       c.Path,
-		Base:       truncated(c.Base),
-		Target:     truncated(c.Target),
-		Source:     truncated(c.Source),
-		Resolution: v1alpha1.ConflictResolution(c.Resolution),
-	}
-}
-
-// truncated is a value cut to MaxConflictValueLength bytes (on a character
-// boundary, marked with "…"); nil stays nil (absent).
-func truncated(v []byte) *string {
-	if v == nil {
-		return nil
-	}
-	s := strings.TrimSuffix(string(v), "\n")
-	if len(s) > v1alpha1.MaxConflictValueLength {
-		cut := v1alpha1.MaxConflictValueLength
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut] + "…"
-	}
-	if !utf8.ValidString(s) {
-		s = strings.ToValidUTF8(s, "\uFFFD")
-	}
-	return &s
 }
 
 func shown(s *string) string {

@@ -1,7 +1,6 @@
 package automatedmerge
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -11,19 +10,6 @@ import (
 	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
 	"github.com/heaven-dev/heaven/pkg/merge"
 )
-
-func TestReportedConflictValuesAreTruncated(t *testing.T) {
-	long := `"` + strings.Repeat("é", 300) + `"`
-	c := reportConflict("ctrl", merge.Conflict{Key: w1, Path: ".spec.text", Base: nil, Target: []byte(`"short"`), Source: []byte(long), Resolution: merge.PreferSource})
-	assert.Equal(t, "example.com/widgets/default/w1", c.Object)
-	assert.Nil(t, c.Base, "absent stays absent")
-	assert.Equal(t, `"short"`, *c.Target)
-	require.NotNil(t, c.Source)
-	assert.LessOrEqual(t, len(*c.Source), v1alpha1.MaxConflictValueLength+len("…"))
-	assert.True(t, strings.HasSuffix(*c.Source, "…"))
-	assert.NotContains(t, *c.Source, "\uFFFD", "cut on a character boundary")
-	assert.Equal(t, v1alpha1.PreferSource, c.Resolution)
-}
 
 func TestSetConflictsReplacesOneSourcesAndCaps(t *testing.T) {
 	var st v1alpha1.AutomatedMergeStatus

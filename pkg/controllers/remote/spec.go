@@ -8,7 +8,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
-	"github.com/heaven-dev/heaven/pkg/controllers/automatedmerge"
+	"github.com/heaven-dev/heaven/pkg/gitstore"
 	"github.com/heaven-dev/heaven/pkg/merge"
 )
 
@@ -87,4 +87,4 @@ func compile(name string, spec *v1alpha1.Remote, validURL func(string) error, ep
 }
 
 // includesKey says whether a store key merges.
-func (p *plan) includesKey(key string) bool { return p.include(automatedmerge.ResourceOf(key)) }
+func (p *plan) includesKey(key string) bool { return p.include(gitstore.ResourceOf(key)) }

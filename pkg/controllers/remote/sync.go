@@ -8,7 +8,6 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
-	"github.com/heaven-dev/heaven/pkg/controllers/automatedmerge"
 	"github.com/heaven-dev/heaven/pkg/gitstore"
 	"github.com/heaven-dev/heaven/pkg/gitstore/gitremote"
 )
@@ -17,7 +16,7 @@ import (
 // function fields so tests can use closures.
 type Git struct {
 	// Commits reads any commit (merge bases, changed keys, values).
-	Commits automatedmerge.Commits
+	Commits gitstore.CommitReader
 	// IsAncestor says whether commit a is b or one of b's ancestors.
 	IsAncestor func(a, b plumbing.Hash) (bool, error)
 	// Head returns the head commit of heaven name's branch, zero when it
@@ -28,7 +27,7 @@ type Git struct {
 	Create func(name string, at plumbing.Hash) error
 	// Open opens heaven name's branch to merge into, without starting the
 	// heaven's API server.
-	Open func(ctx context.Context, name string) (automatedmerge.Target, error)
+	Open func(ctx context.Context, name string) (gitstore.MergeTarget, error)
 	// Fetch fetches branch of the remote at url into ref tracking and
 	// returns its commit, zero when the remote has no such branch; the
 	// local branch tells the remote what we have.
@@ -53,7 +52,7 @@ type round struct {
 	// Cloned: the heaven had no commits and now starts at Remote.
 	Cloned bool
 	// Merge is the merge of Remote into the heaven, if one was computed.
-	Merge *automatedmerge.Outcome
+	Merge *gitstore.MergeOutcome
 	// Joined is a merge commit without changes that made Remote an
 	// ancestor of the heaven's head, so that it could be pushed.
 	Joined plumbing.Hash
@@ -158,7 +157,7 @@ func mergeRemote(ctx context.Context, g Git, p *plan, r *round) (bool, error) {
 		return false, fmt.Errorf("opening heaven %s: %w", p.heaven, err)
 	}
 	subject := fmt.Sprintf("merge %s of %s (%s) into %s", p.branch, p.url, short(r.Remote), p.heaven)
-	out, err := automatedmerge.MergeCommit(ctx, g.Commits, target, r.Remote, automatedmerge.MergeOptions{
+	out, err := gitstore.MergeCommit(ctx, g.Commits, target, r.Remote, gitstore.MergeCommitOptions{
 		Merger: p.merger, Include: p.include, Message: subject,
 	})
 	if err != nil {

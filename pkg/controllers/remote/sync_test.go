@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
-	"github.com/heaven-dev/heaven/pkg/controllers/automatedmerge"
 	"github.com/heaven-dev/heaven/pkg/gitstore"
 	"github.com/heaven-dev/heaven/pkg/gitstore/gitremote"
 )
@@ -43,7 +42,7 @@ func newServer(t *testing.T) *server {
 		Create: func(name string, at plumbing.Hash) error {
 			return g.CompareAndSwapRef(plumbing.NewBranchReferenceName(name), at, plumbing.ZeroHash)
 		},
-		Open: func(ctx context.Context, name string) (automatedmerge.Target, error) { return repo.Branch(ctx, name) },
+		Open: func(ctx context.Context, name string) (gitstore.MergeTarget, error) { return repo.Branch(ctx, name) },
 		Fetch: func(ctx context.Context, url, branch string, tracking, local plumbing.ReferenceName) (plumbing.Hash, error) {
 			return gitremote.Fetch(ctx, g, url, branch, tracking, local)
 		},

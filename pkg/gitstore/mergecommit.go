@@ -1,4 +1,4 @@
-package automatedmerge
+package gitstore
 
 import (
 	"context"
@@ -8,34 +8,37 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
-	"github.com/heaven-dev/heaven/pkg/gitstore"
 	"github.com/heaven-dev/heaven/pkg/merge"
 )
 
-// Commits reads any commit of the repository (*gitstore.Repository).
-type Commits interface {
+// The merge commit of two branches' objects: which keys to merge, the
+// three-way merge of their values (pkg/merge), one merge commit with the
+// result. Heavens' AutomatedMerges and remotes both merge this way.
+
+// CommitReader reads any commit of the repository (*Repository).
+type CommitReader interface {
 	MergeBase(a, b plumbing.Hash) (plumbing.Hash, error)
 	ChangedKeys(from, to plumbing.Hash) ([]string, error)
 	Values(commit plumbing.Hash, keys []string) (map[string][]byte, error)
 }
 
-// Target is a branch that takes merge commits (*gitstore.Branch).
-type Target interface {
+// MergeTarget is a branch that takes merge commits (*Branch).
+type MergeTarget interface {
 	Name() string
 	Head() plumbing.Hash
-	Merge(ctx context.Context, req gitstore.MergeRequest) (gitstore.MergeResult, error)
+	Merge(ctx context.Context, req MergeRequest) (MergeResult, error)
 }
 
 var (
-	_ Commits = (*gitstore.Repository)(nil)
-	_ Target  = (*gitstore.Branch)(nil)
+	_ CommitReader = (*Repository)(nil)
+	_ MergeTarget  = (*Branch)(nil)
 )
 
-// errNoTargetHead: the target's branch has no commits to merge into.
-var errNoTargetHead = errors.New("the target branch has no commits")
+// ErrNoTargetHead: the target's branch has no commits to merge into.
+var ErrNoTargetHead = errors.New("the target branch has no commits")
 
-// MergeOptions say how MergeCommit merges.
-type MergeOptions struct {
+// MergeCommitOptions say how MergeCommit merges.
+type MergeCommitOptions struct {
 	// Merger merges objects (its Policy resolves conflicts).
 	Merger merge.Merger
 	// Include says whether keys of a resource ("<group or core>/<resource>")
@@ -48,8 +51,8 @@ type MergeOptions struct {
 	Attempts int
 }
 
-// Outcome is what MergeCommit did.
-type Outcome struct {
+// MergeOutcome is what MergeCommit did.
+type MergeOutcome struct {
 	// UpToDate: the source commit was already in the target's history.
 	UpToDate bool
 	// TargetHead is the target's head the merge was computed against.
@@ -58,7 +61,7 @@ type Outcome struct {
 	Base plumbing.Hash
 	// Written is the merge commit and its revision; a zero Commit when
 	// nothing was written (up to date, nothing to change, or blocked).
-	Written gitstore.MergeResult
+	Written MergeResult
 	// Changes is how many objects the merge changed in the target.
 	Changes int
 	// Conflicts found, however resolved.
@@ -82,28 +85,28 @@ type Outcome struct {
 //
 // When the target takes a write while the merge is computed, the merge is
 // computed again on the new head (never written over it), up to Attempts
-// times, then gitstore.ErrHeadMoved is returned.
-func MergeCommit(ctx context.Context, commits Commits, target Target, source plumbing.Hash, opts MergeOptions) (Outcome, error) {
+// times, then ErrHeadMoved is returned.
+func MergeCommit(ctx context.Context, commits CommitReader, target MergeTarget, source plumbing.Hash, opts MergeCommitOptions) (MergeOutcome, error) {
 	attempts := opts.Attempts
 	if attempts <= 0 {
 		attempts = 3
 	}
 	var err error
 	for range attempts {
-		var out Outcome
+		var out MergeOutcome
 		out, err = mergeOnce(ctx, commits, target, source, opts)
-		if !errors.Is(err, gitstore.ErrHeadMoved) {
+		if !errors.Is(err, ErrHeadMoved) {
 			return out, err
 		}
 	}
-	return Outcome{}, err
+	return MergeOutcome{}, err
 }
 
-func mergeOnce(ctx context.Context, commits Commits, target Target, source plumbing.Hash, opts MergeOptions) (Outcome, error) {
+func mergeOnce(ctx context.Context, commits CommitReader, target MergeTarget, source plumbing.Hash, opts MergeCommitOptions) (MergeOutcome, error) {
 	head := target.Head()
-	out := Outcome{TargetHead: head}
+	out := MergeOutcome{TargetHead: head}
 	if head.IsZero() {
-		return out, errNoTargetHead
+		return out, ErrNoTargetHead
 	}
 	var err error
 	if out.Base, err = commits.MergeBase(head, source); err != nil {
@@ -134,7 +137,7 @@ func mergeOnce(ctx context.Context, commits Commits, target Target, source plumb
 		out.Blocked = true
 		return out, nil
 	}
-	req := gitstore.MergeRequest{ExpectedHead: head, SecondParent: source, Puts: map[string][]byte{}, Message: opts.Message}
+	req := MergeRequest{ExpectedHead: head, SecondParent: source, Puts: map[string][]byte{}, Message: opts.Message}
 	for _, ch := range res.Changes {
 		if ch.Deleted {
 			req.Deletes = append(req.Deletes, ch.Key)
@@ -153,7 +156,7 @@ func mergeOnce(ctx context.Context, commits Commits, target Target, source plumb
 }
 
 // changedKeys are the keys source changed since base that merge.
-func changedKeys(commits Commits, base, source plumbing.Hash, include func(string) bool) ([]string, error) {
+func changedKeys(commits CommitReader, base, source plumbing.Hash, include func(string) bool) ([]string, error) {
 	keys, err := commits.ChangedKeys(base, source)
 	if err != nil || include == nil {
 		return keys, err

@@ -59,9 +59,9 @@ func value(t *testing.T, b *gitstore.Branch, key string) string {
 	return string(resp.KVs[0].Value)
 }
 
-func mergeInto(t *testing.T, repo *gitstore.Repository, target, source *gitstore.Branch, policy merge.Policy) Outcome {
+func mergeInto(t *testing.T, repo *gitstore.Repository, target, source *gitstore.Branch, policy merge.Policy) gitstore.MergeOutcome {
 	t.Helper()
-	out, err := MergeCommit(context.Background(), repo, target, source.Head(), MergeOptions{Merger: merge.Merger{Policy: policy}, Message: "merge " + source.Name()})
+	out, err := gitstore.MergeCommit(context.Background(), repo, target, source.Head(), gitstore.MergeCommitOptions{Merger: merge.Merger{Policy: policy}, Message: "merge " + source.Name()})
 	require.NoError(t, err)
 	return out
 }
@@ -154,7 +154,7 @@ func TestMergeCommitOnlyMergesIncludedResources(t *testing.T) {
 	put(t, ctrl, w1, widget(5, ""))
 	put(t, ctrl, "/core/configmaps/default/cm", `{"data":{"a":"2"}}`+"\n")
 	put(t, ctrl, "/core/configmaps/default/new", `{"data":{}}`+"\n")
-	out, err := MergeCommit(context.Background(), repo, main, ctrl.Head(), MergeOptions{
+	out, err := gitstore.MergeCommit(context.Background(), repo, main, ctrl.Head(), gitstore.MergeCommitOptions{
 		Include: func(r string) bool { return r == "core/configmaps" },
 	})
 	require.NoError(t, err)
@@ -186,7 +186,7 @@ func TestMergeCommitRecomputesWhenTheTargetMoved(t *testing.T) {
 	repo, main, ctrl := pair(t)
 	put(t, ctrl, "/core/configmaps/default/cm", `{"data":{"a":"1","b":"ctrl"}}`+"\n")
 	target := &racingTarget{Branch: main, t: t}
-	out, err := MergeCommit(context.Background(), repo, target, ctrl.Head(), MergeOptions{Merger: merge.Merger{Policy: merge.Policy{Default: merge.PreferSource}}})
+	out, err := gitstore.MergeCommit(context.Background(), repo, target, ctrl.Head(), gitstore.MergeCommitOptions{Merger: merge.Merger{Policy: merge.Policy{Default: merge.PreferSource}}})
 	require.NoError(t, err)
 	assert.Equal(t, 2, target.merges, "computed again on the moved head")
 	require.Len(t, out.Conflicts, 0, "a: user changed it, ctrl did not; b: only ctrl")
