@@ -35,9 +35,13 @@ func TestDeletedSyncTargetCredentialIsRevoked(t *testing.T) {
 			return err == nil, err
 		})
 	}
+	// The heaven exists before its syncer comes: only administrators
+	// create heavens on first use.
+	_, err := ts.kube("team-a").CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
 	create()
 	syncer := kubernetes.NewForConfigOrDie(ts.scopedConfig("team-a", pki.SyncerUser("team-a", "gone"), pki.SyncerGroup))
-	_, err := syncer.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{})
+	_, err = syncer.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{})
 	require.NoError(t, err)
 	eventually(t, time.Minute, "the cluster controller's finalizer", func() (bool, error) {
 		u, err := targets.Get(ctx, "gone", metav1.GetOptions{})

@@ -15,21 +15,15 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
-	"k8s.io/klog/v2"
 
 	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
+	"github.com/heaven-dev/heaven/pkg/controllers/internal/reconcileloop"
 	"github.com/heaven-dev/heaven/pkg/gitstore"
 )
 
@@ -46,9 +40,9 @@ type Branches struct {
 	Head func(ctx context.Context, name string) (plumbing.Hash, error)
 	// Open opens heaven name's branch to merge into, without starting the
 	// heaven's API server.
+	Open func(ctx context.Context, name string) (gitstore.MergeTarget, error)
 	// Ephemeral says whether a resource ("<group or core>/<resource>") is
 	// stored outside git; those never merge.
-	Open      func(ctx context.Context, name string) (gitstore.MergeTarget, error)
 	Ephemeral func(resource string) bool
 }
 
@@ -57,7 +51,7 @@ type Controller struct {
 	client   dynamic.NamespaceableResourceInterface
 	factory  dynamicinformer.DynamicSharedInformerFactory
 	informer cache.SharedIndexInformer
-	queue    workqueue.TypedRateLimitingInterface[string]
+	loop     *reconcileloop.Loop
 	branches Branches
 	events   record.EventBroadcaster
 	recorder record.EventRecorder
@@ -89,22 +83,16 @@ func New(client dynamic.Interface, kube kubernetes.Interface, branches Branches)
 		client:   client.Resource(v1alpha1.AutomatedMergesResource),
 		factory:  factory,
 		informer: factory.ForResource(v1alpha1.AutomatedMergesResource).Informer(),
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			// A target that keeps moving under a merge, or a store error:
-			// retry soon, and at least every 10s.
-			workqueue.NewTypedItemExponentialFailureRateLimiter[string](10*time.Millisecond, 10*time.Second),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "automatedmerge"}),
 		branches: branches,
-		// client-go's defaults drop an object's events after 25 (then one
-		// per 5 minutes) and fold similar ones after 10: a merge and each
-		// of its conflicts is an event, and merges can be frequent.
-		events:   record.NewBroadcaster(record.WithCorrelatorOptions(record.CorrelatorOptions{BurstSize: 500, QPS: 10, MaxEvents: 100})),
 		attempts: map[attemptKey]attempt{},
 	}
-	c.recorder = c.events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: ControllerName})
-	if kube != nil {
-		c.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
-	}
+	c.events, c.recorder = reconcileloop.BurstyEvents(kube, ControllerName)
+	c.loop = reconcileloop.New(reconcileloop.Options{
+		Name: "automatedmerge", KeyName: "automatedMerge",
+		// A target that keeps moving under a merge, or a store error: retry
+		// soon, and at least every 10s.
+		RateLimiter: reconcileloop.Backoff(10*time.Millisecond, 10*time.Second),
+	}, c.reconcile)
 	_ = c.informer.AddIndexers(cache.Indexers{
 		bySource: func(obj any) ([]string, error) {
 			srcs, _, _ := unstructured.NestedStringSlice(obj.(*unstructured.Unstructured).Object, "spec", "sources")
@@ -115,11 +103,7 @@ func New(client dynamic.Interface, kube kubernetes.Interface, branches Branches)
 			return []string{t}, nil
 		},
 	})
-	enqueue := func(obj any) {
-		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-			c.queue.Add(key)
-		}
-	}
+	enqueue := c.loop.Enqueue
 	_, _ = c.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: enqueue,
 		// Only a new spec (or a deletion) calls for a merge now: the
@@ -138,18 +122,10 @@ func New(client dynamic.Interface, kube kubernetes.Interface, branches Branches)
 
 // Run reconciles until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) {
-	defer utilruntime.HandleCrashWithContext(ctx)
-	defer c.queue.ShutDown()
 	defer c.events.Shutdown()
 	c.factory.Start(ctx.Done())
 	defer c.factory.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), c.informer.HasSynced) {
-		return
-	}
-	for range workers {
-		go wait.UntilWithContext(ctx, c.worker, time.Second)
-	}
-	<-ctx.Done()
+	c.loop.Run(ctx, workers, c.informer.HasSynced)
 }
 
 // BranchMoved is told that heaven branch's head moved (gitstore's
@@ -162,14 +138,14 @@ func (c *Controller) BranchMoved(branch string) {
 		for _, obj := range objs {
 			u := obj.(*unstructured.Unstructured)
 			if onChange, found, _ := unstructured.NestedBool(u.Object, "spec", "trigger", "onChange"); !found || onChange {
-				c.queue.Add(u.GetName())
+				c.loop.Add(u.GetName())
 			}
 		}
 	}
 	if objs, err := idx.ByIndex(byTarget, branch); err == nil {
 		for _, obj := range objs {
 			if u := obj.(*unstructured.Unstructured); isBlocked(u) {
-				c.queue.Add(u.GetName())
+				c.loop.Add(u.GetName())
 			}
 		}
 	}
@@ -183,31 +159,6 @@ func isBlocked(u *unstructured.Unstructured) bool {
 		}
 	}
 	return false
-}
-
-func (c *Controller) worker(ctx context.Context) {
-	for c.next(ctx) {
-	}
-}
-
-func (c *Controller) next(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(key)
-	logger := klog.FromContext(ctx).WithValues("automatedMerge", key)
-	resync, err := c.reconcile(klog.NewContext(ctx, logger), key)
-	if err != nil {
-		logger.V(2).Info("Reconciling failed, will retry", "err", err)
-		c.queue.AddRateLimited(key)
-		return true
-	}
-	c.queue.Forget(key)
-	if resync > 0 {
-		c.queue.AddAfter(key, resync)
-	}
-	return true
 }
 
 // remembered says whether the last attempt for (merge, source) was made at

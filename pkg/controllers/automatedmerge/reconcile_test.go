@@ -146,7 +146,7 @@ func TestReconcileBlockedByManualConflictReportsOnceAndUnblocks(t *testing.T) {
 	// A write to the blocked target wakes the merge; once the sides agree
 	// it is unblocked.
 	c.BranchMoved("main")
-	assert.Equal(t, 1, c.queue.Len())
+	assert.Equal(t, 1, c.loop.Queue().Len())
 	put(t, main, w1, widget(3, ""))
 	st = reconcileStatus(t, c, "ctrl-to-main")
 	assert.False(t, st.Sources[0].Blocked)
@@ -160,17 +160,17 @@ func TestBranchMovedWakesMergesFromIt(t *testing.T) {
 	quiet := mergeObject("interval-only", "ctrl", "main", v1alpha1.Manual)
 	quiet.Spec.Trigger.OnChange = &off
 	c, _ := testController(t, repo, mergeObject("ctrl-to-main", "ctrl", "main", v1alpha1.Manual), quiet)
-	for c.queue.Len() > 0 { // the informer's adds
-		k, _ := c.queue.Get()
-		c.queue.Done(k)
+	for c.loop.Queue().Len() > 0 { // the informer's adds
+		k, _ := c.loop.Queue().Get()
+		c.loop.Queue().Done(k)
 	}
 	c.BranchMoved("ctrl")
-	require.Equal(t, 1, c.queue.Len())
-	k, _ := c.queue.Get()
+	require.Equal(t, 1, c.loop.Queue().Len())
+	k, _ := c.loop.Queue().Get()
 	assert.Equal(t, "ctrl-to-main", k, "onChange: false waits for its interval")
-	c.queue.Done(k)
+	c.loop.Queue().Done(k)
 	c.BranchMoved("main")
-	assert.Equal(t, 0, c.queue.Len(), "a target's move matters only to a blocked merge")
+	assert.Equal(t, 0, c.loop.Queue().Len(), "a target's move matters only to a blocked merge")
 }
 
 func findCondition(st v1alpha1.AutomatedMergeStatus, typ string) metav1.Condition {

@@ -14,15 +14,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
 	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
+	"github.com/heaven-dev/heaven/pkg/controllers/internal/reconcileloop"
 	"github.com/heaven-dev/heaven/pkg/controllers/internal/unstructuredconv"
 )
 
@@ -60,7 +58,7 @@ type Controller struct {
 	client   dynamic.NamespaceableResourceInterface
 	informer cache.SharedIndexInformer
 	factory  dynamicinformer.DynamicSharedInformerFactory
-	queue    workqueue.TypedRateLimitingInterface[string]
+	loop     *reconcileloop.Loop
 	branches Branches
 	// resync re-reads every heaven's head and revision this often.
 	resync time.Duration
@@ -73,21 +71,12 @@ func New(client dynamic.Interface, branches Branches, resync time.Duration) *Con
 		client:   client.Resource(v1alpha1.HeavensResource),
 		factory:  factory,
 		informer: factory.ForResource(v1alpha1.HeavensResource).Informer(),
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "heaven"}),
 		branches: branches,
 		resync:   resync,
 	}
-	enqueue := func(obj any) {
-		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-			c.queue.Add(key)
-		}
-	}
-	_, _ = c.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    enqueue,
-		UpdateFunc: func(_, obj any) { enqueue(obj) },
-		DeleteFunc: enqueue,
-	})
+	c.loop = reconcileloop.New(reconcileloop.Options{Name: "heaven", KeyName: "heaven"},
+		func(ctx context.Context, name string) (time.Duration, error) { return 0, c.reconcile(ctx, name) })
+	_, _ = c.informer.AddEventHandler(c.loop.Handler())
 	return c
 }
 
@@ -107,37 +96,9 @@ func (c *Controller) Exists(ctx context.Context, name string) (bool, error) {
 
 // Run reconciles until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) {
-	defer utilruntime.HandleCrashWithContext(ctx)
-	defer c.queue.ShutDown()
 	c.factory.Start(ctx.Done())
 	defer c.factory.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), c.informer.HasSynced) {
-		return
-	}
-	for range workers {
-		go wait.UntilWithContext(ctx, c.worker, time.Second)
-	}
-	<-ctx.Done()
-}
-
-func (c *Controller) worker(ctx context.Context) {
-	for c.next(ctx) {
-	}
-}
-
-func (c *Controller) next(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(key)
-	if err := c.reconcile(ctx, key); err != nil {
-		klog.FromContext(ctx).V(2).Info("Reconciling heaven failed, will retry", "heaven", key, "err", err)
-		c.queue.AddRateLimited(key)
-		return true
-	}
-	c.queue.Forget(key)
-	return true
+	c.loop.Run(ctx, workers, c.informer.HasSynced)
 }
 
 func (c *Controller) reconcile(ctx context.Context, name string) error {
@@ -198,7 +159,7 @@ func (c *Controller) reconcile(ctx context.Context, name string) error {
 
 // Enqueue asks for heaven name's status to be brought up to date (its
 // files not served changed).
-func (c *Controller) Enqueue(name string) { c.queue.Add(name) }
+func (c *Controller) Enqueue(name string) { c.loop.Add(name) }
 
 // maxListedProblems bounds the files a condition's message names.
 const maxListedProblems = 5

@@ -4,24 +4,21 @@ package namespacedeletion
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+
+	"github.com/heaven-dev/heaven/pkg/controllers/internal/reconcileloop"
 )
 
 // Name is the controller's name in logs, its queue and its user agent.
@@ -41,7 +38,7 @@ type Controller struct {
 	informers  informers.SharedInformerFactory // nil when the caller runs them
 	lister     corelisters.NamespaceLister
 	synced     cache.InformerSynced
-	queue      workqueue.TypedRateLimitingInterface[string]
+	loop       *reconcileloop.Loop
 	reconciler *reconciler
 }
 
@@ -74,11 +71,13 @@ func New(cfg *rest.Config, shared informers.SharedInformerFactory) (*Controller,
 		informers:  own,
 		lister:     namespaces.Lister(),
 		synced:     namespaces.Informer().HasSynced,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.NewTypedItemExponentialFailureRateLimiter[string](retryBaseDelay, retryMaxDelay),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name}),
 		reconciler: newReconciler(client, meta),
 	}
+	// Content still going is an error too: the namespace is looked at again
+	// with backoff until it is empty.
+	c.loop = reconcileloop.New(reconcileloop.Options{Name: Name, KeyName: "namespace",
+		RateLimiter: reconcileloop.Backoff(retryBaseDelay, retryMaxDelay)},
+		func(ctx context.Context, name string) (time.Duration, error) { return 0, c.sync(ctx, name) })
 	_, err = namespaces.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueue,
 		UpdateFunc: func(_, obj interface{}) { c.enqueue(obj) },
@@ -95,62 +94,22 @@ func (c *Controller) enqueue(obj interface{}) {
 	if !ok || ns.DeletionTimestamp == nil {
 		return
 	}
-	c.queue.Add(ns.Name)
+	c.loop.Add(ns.Name)
 }
 
 // Run starts the informer and workers and blocks until ctx is done; when it
 // returns, its goroutines have stopped. Run may be called once.
 func (c *Controller) Run(ctx context.Context, workers int) {
-	defer utilruntime.HandleCrash()
 	logger := klog.FromContext(ctx).WithValues("controller", Name)
 	ctx = klog.NewContext(ctx, logger)
-
-	// Deferred in reverse: stop the queue, wait for workers, stop informers.
 	defer c.httpClient.CloseIdleConnections()
 	if c.informers != nil {
 		c.informers.Start(ctx.Done())
 		defer c.informers.Shutdown()
 	}
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer c.queue.ShutDown()
-
 	logger.Info("Starting controller")
 	defer logger.Info("Stopped controller")
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
-		return
-	}
-	for range workers {
-		wg.Go(func() { wait.UntilWithContext(ctx, c.runWorker, time.Second) })
-	}
-	<-ctx.Done()
-}
-
-func (c *Controller) runWorker(ctx context.Context) {
-	for c.processNextItem(ctx) {
-	}
-}
-
-func (c *Controller) processNextItem(ctx context.Context) bool {
-	name, shutdown := c.queue.Get()
-	if shutdown {
-		return false
-	}
-	defer c.queue.Done(name)
-	logger := klog.FromContext(ctx).WithValues("namespace", name)
-	err := c.sync(klog.NewContext(ctx, logger), name)
-	var remaining *contentRemainingError
-	switch {
-	case err == nil:
-		c.queue.Forget(name)
-	case errors.As(err, &remaining):
-		logger.V(4).Info("Waiting for namespace content to go", "remaining", remaining.count)
-		c.queue.AddRateLimited(name)
-	default:
-		utilruntime.HandleErrorWithContext(ctx, err, "Deleting namespace content failed; will retry", "namespace", name)
-		c.queue.AddRateLimited(name)
-	}
-	return true
+	c.loop.Run(ctx, workers, c.synced)
 }
 
 // sync works on a copy: objects in the informer's cache are shared.

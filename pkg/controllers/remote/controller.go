@@ -25,22 +25,16 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
-	"k8s.io/klog/v2"
 
 	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
+	"github.com/heaven-dev/heaven/pkg/controllers/internal/reconcileloop"
 )
 
 // ControllerName is the controller's name in events and logs.
@@ -58,7 +52,7 @@ type Controller struct {
 	client   dynamic.NamespaceableResourceInterface
 	factory  dynamicinformer.DynamicSharedInformerFactory
 	informer cache.SharedIndexInformer
-	queue    workqueue.TypedRateLimitingInterface[string]
+	loop     *reconcileloop.Loop
 	git      Git
 	events   record.EventBroadcaster
 	recorder record.EventRecorder
@@ -93,22 +87,13 @@ func New(client dynamic.Interface, kube kubernetes.Interface, git Git) *Controll
 		client:   client.Resource(v1alpha1.HeavensResource),
 		factory:  factory,
 		informer: factory.ForResource(v1alpha1.HeavensResource).Informer(),
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.NewTypedItemExponentialFailureRateLimiter[string](minBackoff, maxBackoff),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "remote"}),
-		git:    git,
-		events: record.NewBroadcaster(record.WithCorrelatorOptions(record.CorrelatorOptions{BurstSize: 500, QPS: 10, MaxEvents: 100})),
-		states: map[string]*heavenState{},
+		git:      git,
+		states:   map[string]*heavenState{},
 	}
-	c.recorder = c.events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: ControllerName})
-	if kube != nil {
-		c.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
-	}
-	enqueue := func(obj any) {
-		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-			c.queue.Add(key)
-		}
-	}
+	c.events, c.recorder = reconcileloop.BurstyEvents(kube, ControllerName)
+	c.loop = reconcileloop.New(reconcileloop.Options{Name: "remote", KeyName: "heaven",
+		RateLimiter: reconcileloop.Backoff(minBackoff, maxBackoff)}, c.reconcile)
+	enqueue := c.loop.Enqueue
 	_, _ = c.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: enqueue,
 		// A new spec calls for an exchange now; status updates (the
@@ -126,18 +111,10 @@ func New(client dynamic.Interface, kube kubernetes.Interface, git Git) *Controll
 
 // Run reconciles until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) {
-	defer utilruntime.HandleCrashWithContext(ctx)
-	defer c.queue.ShutDown()
 	defer c.events.Shutdown()
 	c.factory.Start(ctx.Done())
 	defer c.factory.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), c.informer.HasSynced) {
-		return
-	}
-	for range workers {
-		go wait.UntilWithContext(ctx, c.worker, time.Second)
-	}
-	<-ctx.Done()
+	c.loop.Run(ctx, workers, c.informer.HasSynced)
 }
 
 // BranchMoved is told that heaven branch's head moved (gitstore's
@@ -161,33 +138,8 @@ func (c *Controller) BranchMoved(branch string, head plumbing.Hash) {
 	skip := st != nil && (st.failing || st.head == head)
 	c.mu.Unlock()
 	if !skip {
-		c.queue.Add(branch)
+		c.loop.Add(branch)
 	}
-}
-
-func (c *Controller) worker(ctx context.Context) {
-	for c.next(ctx) {
-	}
-}
-
-func (c *Controller) next(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(key)
-	logger := klog.FromContext(ctx).WithValues("heaven", key)
-	resync, err := c.reconcile(klog.NewContext(ctx, logger), key)
-	if err != nil {
-		logger.V(2).Info("Exchanging with the remote failed, will retry", "err", err, "retries", c.queue.NumRequeues(key))
-		c.queue.AddRateLimited(key)
-		return true
-	}
-	c.queue.Forget(key)
-	if resync > 0 {
-		c.queue.AddAfter(key, resync)
-	}
-	return true
 }
 
 // state returns what is remembered of heaven name at generation (reset

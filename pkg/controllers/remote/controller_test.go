@@ -38,24 +38,24 @@ func testController(t *testing.T, g Git, hs ...*v1alpha1.Heaven) (*Controller, *
 		map[schema.GroupVersionResource]string{v1alpha1.HeavensResource: "HeavenList"}, objs...)
 	c := New(client, nil, g)
 	t.Cleanup(c.events.Shutdown)
-	t.Cleanup(c.queue.ShutDown)
+	t.Cleanup(c.loop.Queue().ShutDown)
 	events := record.NewFakeRecorder(100)
 	c.recorder = events
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	c.factory.Start(ctx.Done())
 	require.True(t, cache.WaitForCacheSync(ctx.Done(), c.informer.HasSynced))
-	require.Eventually(t, func() bool { return c.queue.Len() == len(hs) }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return c.loop.Queue().Len() == len(hs) }, 5*time.Second, time.Millisecond)
 	drainQueue(c)
 	return c, events
 }
 
 // drainQueue takes what the informer's adds queued.
 func drainQueue(c *Controller) {
-	for c.queue.Len() > 0 {
-		key, _ := c.queue.Get()
-		c.queue.Forget(key)
-		c.queue.Done(key)
+	for c.loop.Queue().Len() > 0 {
+		key, _ := c.loop.Queue().Get()
+		c.loop.Queue().Forget(key)
+		c.loop.Queue().Done(key)
 	}
 }
 
@@ -136,7 +136,7 @@ func TestReconcileReportsAnUnreachableRemoteAndBacksOff(t *testing.T) {
 
 	// While it fails, the heaven's changes wait for the retry.
 	c.BranchMoved(heaven, plumbing.NewHash(strings.Repeat("1", 40)))
-	assert.Zero(t, c.queue.Len())
+	assert.Zero(t, c.loop.Queue().Len())
 }
 
 func TestInvalidRemoteIsReportedNotRetried(t *testing.T) {
@@ -155,13 +155,13 @@ func TestBranchMovedExchangesOnlyWhatPushes(t *testing.T) {
 	head := plumbing.NewHash(strings.Repeat("2", 40))
 	c, _ := testController(t, newServer(t).git, heavenWithRemote(&v1alpha1.Remote{URL: "git://127.0.0.1/x"}))
 	c.BranchMoved("other", head)
-	assert.Zero(t, c.queue.Len(), "no Heaven")
+	assert.Zero(t, c.loop.Queue().Len(), "no Heaven")
 	c.BranchMoved(heaven, head)
-	assert.Equal(t, 1, c.queue.Len())
+	assert.Equal(t, 1, c.loop.Queue().Len())
 
 	c, _ = testController(t, newServer(t).git, heavenWithRemote(&v1alpha1.Remote{URL: "git://127.0.0.1/x", Push: ptr.To(false)}))
 	c.BranchMoved(heaven, head)
-	assert.Zero(t, c.queue.Len(), "a heaven that does not push has nothing to do when it changes")
+	assert.Zero(t, c.loop.Queue().Len(), "a heaven that does not push has nothing to do when it changes")
 }
 
 // A conflict resolved Manual blocks the exchange: nothing is merged or

@@ -112,7 +112,7 @@ func nothingDone(r *round) bool {
 // failed reports a failed exchange in status and returns its condition; the
 // first failure in a row is also an Event.
 func (c *Controller) failed(u *unstructured.Unstructured, p *plan, status *v1alpha1.RemoteStatus, err error, before *v1alpha1.RemoteStatus) metav1.Condition {
-	status.Failures = int32(c.queue.NumRequeues(p.heaven)) + 1
+	status.Failures = int32(c.loop.Queue().NumRequeues(p.heaven)) + 1
 	status.Message = err.Error()
 	reason := v1alpha1.ReasonRemoteUnreachable
 	switch {

@@ -10,14 +10,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
-	"k8s.io/klog/v2"
+
+	"github.com/heaven-dev/heaven/pkg/controllers/internal/reconcileloop"
 )
 
 // ControllerName names the splitter in logs and user agents.
@@ -29,7 +27,7 @@ type Controller struct {
 	factory  informers.SharedInformerFactory
 	lister   appslisters.DeploymentLister
 	informer cache.SharedIndexInformer
-	queue    workqueue.TypedRateLimitingInterface[string]
+	loop     *reconcileloop.Loop
 	// targets lists the heaven's SyncTargets.
 	targets func() []string
 }
@@ -44,10 +42,10 @@ func New(kube kubernetes.Interface, targets func() []string) *Controller {
 		factory:  factory,
 		lister:   inf.Lister(),
 		informer: inf.Informer(),
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: ControllerName}),
-		targets: targets,
+		targets:  targets,
 	}
+	c.loop = reconcileloop.New(reconcileloop.Options{Name: ControllerName, KeyName: "deployment"},
+		func(ctx context.Context, key string) (time.Duration, error) { return 0, c.reconcile(ctx, key) })
 	_, _ = c.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueue,
 		UpdateFunc: func(_, obj any) { c.enqueue(obj) },
@@ -66,11 +64,11 @@ func (c *Controller) enqueue(obj any) {
 		return
 	}
 	if parent, isChild := d.Labels[ParentLabel]; isChild {
-		c.queue.Add(d.Namespace + "/" + parent)
+		c.loop.Add(d.Namespace + "/" + parent)
 		return
 	}
 	if _, split := d.Labels[SplitLabel]; split || hasFinalizer(d) {
-		c.queue.Add(d.Namespace + "/" + d.Name)
+		c.loop.Add(d.Namespace + "/" + d.Name)
 	}
 }
 
@@ -84,37 +82,9 @@ func (c *Controller) TargetsChanged() {
 
 // Run splits until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) {
-	defer utilruntime.HandleCrashWithContext(ctx)
-	defer c.queue.ShutDown()
 	c.factory.Start(ctx.Done())
 	defer c.factory.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), c.informer.HasSynced) {
-		return
-	}
-	for range workers {
-		go wait.UntilWithContext(ctx, c.worker, time.Second)
-	}
-	<-ctx.Done()
-}
-
-func (c *Controller) worker(ctx context.Context) {
-	for c.next(ctx) {
-	}
-}
-
-func (c *Controller) next(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(key)
-	if err := c.reconcile(ctx, key); err != nil {
-		klog.FromContext(ctx).V(2).Info("Splitting failed, will retry", "deployment", key, "err", err)
-		c.queue.AddRateLimited(key)
-		return true
-	}
-	c.queue.Forget(key)
-	return true
+	c.loop.Run(ctx, workers, c.informer.HasSynced)
 }
 
 // reconcile brings the children of Deployment key in line with it, and its

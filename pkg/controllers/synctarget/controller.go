@@ -21,8 +21,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
@@ -30,10 +28,10 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
 	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
+	"github.com/heaven-dev/heaven/pkg/controllers/internal/reconcileloop"
 	"github.com/heaven-dev/heaven/pkg/syncer/install"
 )
 
@@ -103,7 +101,7 @@ type Controller struct {
 	dynFactory  dynamicinformer.DynamicSharedInformerFactory
 	kubeFactory informers.SharedInformerFactory
 	secretsInf  cache.SharedIndexInformer
-	queue       workqueue.TypedRateLimitingInterface[string]
+	loop        *reconcileloop.Loop
 
 	// mu guards installed.
 	mu sync.Mutex
@@ -132,11 +130,10 @@ func New(root dynamic.Interface, rootKube kubernetes.Interface, deps Deps, opts 
 		kubeFactory: kubeFactory,
 		secretsInf:  kubeFactory.Core().V1().Secrets().Informer(),
 		secrets:     kubeFactory.Core().V1().Secrets().Lister(),
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, 2*time.Minute),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "synctarget"}),
-		installed: map[string]installRecord{},
+		installed:   map[string]installRecord{},
 	}
+	c.loop = reconcileloop.New(reconcileloop.Options{Name: "synctarget", KeyName: "syncTarget",
+		RateLimiter: reconcileloop.Backoff(100*time.Millisecond, 2*time.Minute)}, c.reconcile)
 	_ = c.targets.AddIndexers(cache.Indexers{bySecret: func(obj any) ([]string, error) {
 		u, ok := obj.(*unstructured.Unstructured)
 		if !ok {
@@ -149,11 +146,7 @@ func New(root dynamic.Interface, rootKube kubernetes.Interface, deps Deps, opts 
 		}
 		return []string{ns + "/" + name}, nil
 	}})
-	enqueue := func(obj any) {
-		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-			c.queue.Add(key)
-		}
-	}
+	enqueue := c.loop.Enqueue
 	// Every change matters, status too: a heartbeat makes a target Ready.
 	_, _ = c.targets.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    enqueue,
@@ -187,47 +180,12 @@ func New(root dynamic.Interface, rootKube kubernetes.Interface, deps Deps, opts 
 
 // Run reconciles until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) {
-	defer utilruntime.HandleCrashWithContext(ctx)
-	defer c.queue.ShutDown()
-	logger := klog.FromContext(ctx).WithValues("controller", ControllerName)
-	ctx = klog.NewContext(ctx, logger)
 	c.dynFactory.Start(ctx.Done())
 	c.kubeFactory.Start(ctx.Done())
 	defer c.dynFactory.Shutdown()
 	defer c.kubeFactory.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), c.targets.HasSynced, c.secretsInf.HasSynced) {
-		return
-	}
-	logger.Info("Starting cluster controller", "syncerImage", c.opts.SyncerImage, "server", c.deps.ServerURL)
-	for range workers {
-		go wait.UntilWithContext(ctx, c.worker, time.Second)
-	}
-	<-ctx.Done()
-}
-
-func (c *Controller) worker(ctx context.Context) {
-	for c.next(ctx) {
-	}
-}
-
-func (c *Controller) next(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(key)
-	logger := klog.FromContext(ctx).WithValues("syncTarget", key)
-	after, err := c.reconcile(klog.NewContext(ctx, logger), key)
-	if err != nil {
-		logger.V(2).Info("Reconciling SyncTarget failed, will retry", "err", err)
-		c.queue.AddRateLimited(key)
-		return true
-	}
-	c.queue.Forget(key)
-	if after > 0 {
-		c.queue.AddAfter(key, after)
-	}
-	return true
+	klog.FromContext(ctx).Info("Starting cluster controller", "syncerImage", c.opts.SyncerImage, "server", c.deps.ServerURL)
+	c.loop.Run(ctx, workers, c.targets.HasSynced, c.secretsInf.HasSynced)
 }
 
 func (c *Controller) forget(name string) {
