@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -131,7 +132,11 @@ func mergeOnce(ctx context.Context, commits CommitReader, target MergeTarget, so
 			return out, err
 		}
 	}
-	res := opts.Merger.MergeTree(sides[0], sides[1], sides[2])
+	merger := opts.Merger
+	if merger.Lists, err = schemaListRules(commits, head, source, keys, merger.Lists); err != nil {
+		return out, err
+	}
+	res := merger.MergeTree(sides[0], sides[1], sides[2])
 	out.Conflicts = res.Conflicts
 	if !res.Resolved {
 		out.Blocked = true
@@ -178,4 +183,52 @@ func ResourceOf(key string) string {
 		return ""
 	}
 	return parts[0] + "/" + parts[1]
+}
+
+// crdPrefix is where a heaven stores CustomResourceDefinitions.
+const crdPrefix = "/apiextensions.k8s.io/customresourcedefinitions/"
+
+// schemaListRules adds to rules the list rules of the custom resources among
+// keys, from their CustomResourceDefinitions as the target (else the
+// source) has them: the merged objects are stored by the target's. Rules
+// given by the caller come first; those of a schema apply to its resource
+// only.
+func schemaListRules(commits CommitReader, head, source plumbing.Hash, keys []string, rules []merge.ListRule) ([]merge.ListRule, error) {
+	seen := map[string]bool{}
+	var crds []string
+	for _, k := range keys {
+		r := ResourceOf(k)
+		group, plural, _ := strings.Cut(r, "/")
+		if r == "" || group == "core" || seen[r] {
+			continue
+		}
+		seen[r] = true
+		crds = append(crds, crdPrefix+plural+"."+group)
+	}
+	if len(crds) == 0 {
+		return rules, nil
+	}
+	found := map[string][]byte{}
+	for _, c := range []plumbing.Hash{source, head} { // the target's win
+		values, err := commits.Values(c, crds)
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range values {
+			found[k] = v
+		}
+	}
+	out := slices.Clone(rules)
+	for _, k := range crds {
+		v, ok := found[k]
+		if !ok {
+			continue
+		}
+		more, err := merge.CRDListRules(v)
+		if err != nil {
+			continue // a CRD that can't be read merges by the heuristic
+		}
+		out = append(out, more...)
+	}
+	return out, nil
 }
