@@ -7,9 +7,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -396,4 +398,47 @@ func TestWatchDropsPrevKVOfCompactedRevision(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("no event")
 	}
+}
+
+// Writes carry who asked: each commit has one author (the store commits),
+// writes of different authors in one group commit get commits of their
+// own, and a name that would break the signature is made safe.
+func TestCommitsAreAuthoredByWhoAsked(t *testing.T) {
+	_, b, dir := openTestBranch(t)
+	ctx := context.Background()
+	write := func(author, key string) {
+		_, err := b.Txn(ctx, &Txn{Author: author, Then: []Op{{Put: &PutOp{Key: key, Value: []byte("{}")}}}})
+		require.NoError(t, err)
+	}
+	var wg sync.WaitGroup
+	for i, author := range []string{"alice", "bob", "alice", "", "system:serviceaccount:ns:sa", "eve <evil>\nX"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			write(author, fmt.Sprintf("/core/configmaps/default/k%d", i))
+		}()
+	}
+	wg.Wait()
+	waitGitRef(t, dir, "team-a", b.Head())
+	log := git(t, dir, "log", "--format=%an|%cn|%s", "team-a")
+	commits := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(log), "\n") {
+		parts := strings.SplitN(line, "|", 3)
+		require.Len(t, parts, 3, line)
+		require.Equal(t, "heaven", parts[1], "the store commits: %s", line)
+		commits[parts[0]] = append(commits[parts[0]], parts[2])
+	}
+	for author, keys := range map[string][]string{"alice": {"k0", "k2"}, "bob": {"k1"}, "heaven": {"k3"},
+		"system:serviceaccount:ns:sa": {"k4"}, "eve _evil__X": {"k5"}} {
+		var got []string
+		for _, subject := range commits[author] {
+			for _, k := range []string{"k0", "k1", "k2", "k3", "k4", "k5"} {
+				if strings.Contains(subject, "/"+k) {
+					got = append(got, k)
+				}
+			}
+		}
+		assert.ElementsMatch(t, keys, got, "commits of %q: %v", author, commits[author])
+	}
+	git(t, dir, "fsck", "--strict")
 }

@@ -142,7 +142,7 @@ func (b *Branch) reconcile(tip plumbing.Hash) error {
 	}
 	subject := fmt.Sprintf("Merge %s: the branch was moved from %s, keep its content", shortHash(tip), shortHash(b.head))
 	wb := b.git.NewBatch()
-	h, err := wb.AddCommit(b.newCommit(tipCommit.TreeHash, outsideMessage(subject, b.latest+1), b.head, tip))
+	h, err := wb.AddCommit(b.newCommit(tipCommit.TreeHash, outsideMessage(subject, b.latest+1), "", b.head, tip))
 	if err != nil {
 		return err
 	}

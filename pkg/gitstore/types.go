@@ -64,6 +64,10 @@ type RangeResult struct {
 type Txn struct {
 	If         []Compare
 	Then, Else []Op
+	// Author is who asked for the transaction (a Kubernetes user name): the
+	// author of the git commit holding its writes; the store's own name when
+	// empty. Writes of different authors never share a commit.
+	Author string
 }
 
 // Compare tests the keys of Key (and End, as in RangeRequest): every one

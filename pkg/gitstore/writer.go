@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -312,6 +313,7 @@ func (b *Branch) persist(batch []*writeRequest) error {
 	wb := b.git.NewBatch()
 	head := b.head
 	var ops []commitOp
+	var author string // of ops
 	var lastGitRev int64
 	inCommit := map[string]bool{}
 	written := map[string]bool{}
@@ -330,7 +332,7 @@ func (b *Branch) persist(batch []*writeRequest) error {
 		} else {
 			msg = commitMessage(ops)
 		}
-		h, err := wb.AddCommit(b.newCommit(tree, msg, parents...))
+		h, err := wb.AddCommit(b.newCommit(tree, msg, author, parents...))
 		if err != nil {
 			return err
 		}
@@ -346,6 +348,13 @@ func (b *Branch) persist(batch []*writeRequest) error {
 			if err := commit(nil); err != nil {
 				return err
 			}
+		}
+		if a := r.author(); a != author {
+			// One author a commit: git log is who asked for what.
+			if err := commit(nil); err != nil {
+				return err
+			}
+			author = a
 		}
 		for _, c := range r.changes {
 			op, ok := b.stage(wb, r, c)
@@ -445,15 +454,41 @@ func (b *Branch) dropUnserved(stem string) {
 	}
 }
 
-func (b *Branch) newCommit(tree plumbing.Hash, msg string, parents ...plumbing.Hash) *object.Commit {
+// newCommit returns a commit of the store, authored by author (a user name)
+// or, when empty, by the store itself, which always commits.
+func (b *Branch) newCommit(tree plumbing.Hash, msg, author string, parents ...plumbing.Hash) *object.Commit {
 	sig := object.Signature{Name: b.opts.AuthorName, Email: b.opts.AuthorEmail, When: time.Now()}
+	by := sig
+	if author != "" {
+		by = object.Signature{Name: authorName(author), Email: "", When: sig.When}
+	}
 	var ps []plumbing.Hash
 	for _, p := range parents {
 		if !p.IsZero() {
 			ps = append(ps, p)
 		}
 	}
-	return &object.Commit{Author: sig, Committer: sig, Message: msg, TreeHash: tree, ParentHashes: ps}
+	return &object.Commit{Author: by, Committer: sig, Message: msg, TreeHash: tree, ParentHashes: ps}
+}
+
+// author is who asked for the request's writes ("" for the store).
+func (r *writeRequest) author() string {
+	if r.txn == nil {
+		return ""
+	}
+	return r.txn.Author
+}
+
+// authorName makes a user name fit a git signature, whose name ends at the
+// first '<' and whose line ends at a newline.
+func authorName(user string) string {
+	return strings.Map(func(r rune) rune {
+		switch r {
+		case '<', '>', '\n', '\r', 0:
+			return '_'
+		}
+		return r
+	}, user)
 }
 
 // publish makes the batch visible, tells lease owners, and answers.

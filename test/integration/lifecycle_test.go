@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
+	"github.com/heaven-dev/heaven/pkg/pki"
 	"github.com/heaven-dev/heaven/pkg/server"
 	"github.com/heaven-dev/heaven/test/e2e/framework"
 )
@@ -46,6 +47,9 @@ func TestRestartKeepsObjectsRevisionsAndCRDs(t *testing.T) {
 	assert.Contains(t, log, "create core/configmaps/default/kept")
 	assert.Contains(t, log, "create example.com/widgets/default/w1")
 	assert.Contains(t, log, "create apiextensions.k8s.io/customresourcedefinitions/widgets.example.com")
+	// Who asked authors the commit; the server commits.
+	who := ts.Git(t, "log", "-1", "--format=%an|%cn", h, "--", "core/configmaps/default/kept.json")
+	assert.Equal(t, pki.AdminUser+"|heaven", strings.TrimSpace(who))
 }
 
 // TestEphemeralResourcesNotInGit: events and leases work like any resource

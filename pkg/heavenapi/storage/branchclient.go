@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/endpoints/request"
 
 	"github.com/heaven-dev/heaven/pkg/gitstore"
 )
@@ -99,7 +100,7 @@ func (c kubernetesClient) OptimisticPut(ctx context.Context, key string, value [
 		return clientv3k.PutResponse{}, tooLargeError{size: n}
 	}
 	put := gitstore.Op{Put: &gitstore.PutOp{Key: key, Value: value, Lease: int64(opts.LeaseID)}}
-	res, err := c.b.Txn(ctx, modRevisionIs(key, expectedRevision, put, opts.GetOnFailure))
+	res, err := c.b.Txn(ctx, modRevisionIs(ctx, key, expectedRevision, put, opts.GetOnFailure))
 	if err != nil {
 		return clientv3k.PutResponse{}, storeError(err)
 	}
@@ -112,7 +113,7 @@ func (c kubernetesClient) OptimisticPut(ctx context.Context, key string, value [
 
 func (c kubernetesClient) OptimisticDelete(ctx context.Context, key string, expectedRevision int64, opts clientv3k.DeleteOptions) (clientv3k.DeleteResponse, error) {
 	del := gitstore.Op{Delete: &gitstore.DeleteOp{Key: key}}
-	res, err := c.b.Txn(ctx, modRevisionIs(key, expectedRevision, del, opts.GetOnFailure))
+	res, err := c.b.Txn(ctx, modRevisionIs(ctx, key, expectedRevision, del, opts.GetOnFailure))
 	if err != nil {
 		return clientv3k.DeleteResponse{}, storeError(err)
 	}
@@ -124,11 +125,15 @@ func (c kubernetesClient) OptimisticDelete(ctx context.Context, key string, expe
 }
 
 // modRevisionIs is the API server's optimistic write: then if key's mod
-// revision is rev (0: absent), else (if asked) read it.
-func modRevisionIs(key string, rev int64, then gitstore.Op, getOnFailure bool) *gitstore.Txn {
+// revision is rev (0: absent), else (if asked) read it. The user of the
+// request (the API server passes its context down) authors the commit.
+func modRevisionIs(ctx context.Context, key string, rev int64, then gitstore.Op, getOnFailure bool) *gitstore.Txn {
 	txn := &gitstore.Txn{
 		If:   []gitstore.Compare{{Key: key, Target: gitstore.CompareModRevision, Result: gitstore.Equal, Number: rev}},
 		Then: []gitstore.Op{then},
+	}
+	if u, ok := request.UserFrom(ctx); ok {
+		txn.Author = u.GetName()
 	}
 	if getOnFailure {
 		txn.Else = []gitstore.Op{{Range: &gitstore.RangeRequest{Key: key}}}
