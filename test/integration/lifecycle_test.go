@@ -30,6 +30,8 @@ func TestRestartKeepsObjectsRevisionsAndCRDs(t *testing.T) {
 	ts := framework.StartHeavenServer(t, nil)
 	const h = "durable"
 	ts.Kubectl(t, h, "", "create", "configmap", "kept", "--from-literal=a=b")
+	// kube-apiserver's columns, from its own printers.
+	assert.Equal(t, []string{"NAME", "DATA", "AGE"}, strings.Fields(strings.SplitN(ts.Kubectl(t, h, "", "get", "cm", "kept"), "\n", 2)[0]))
 	ts.Kubectl(t, h, widgetCRD, "apply", "-f", "-")
 	waitKubectl(t, ts, h, "widgets served", "get", "widgets")
 	ts.Kubectl(t, h, `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w1"},"spec":{"size":7}}`, "apply", "-f", "-")

@@ -39,7 +39,7 @@ func NewStore(optsGetter generic.RESTOptionsGetter, r Resource) (*genericregistr
 		CreateStrategy:            r.Strategy,
 		UpdateStrategy:            r.Strategy,
 		DeleteStrategy:            r.Strategy,
-		TableConvertor:            rest.NewDefaultTableConvertor(r.Plural),
+		TableConvertor:            TableConvertor(),
 	}
 	if r.TTL > 0 {
 		seconds := uint64(r.TTL.Seconds())

@@ -10,6 +10,8 @@ import (
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	"github.com/heaven-dev/heaven/pkg/builtin/registry"
 )
 
 // REST is the deployments storage.
@@ -46,7 +48,7 @@ func NewREST(optsGetter generic.RESTOptionsGetter) (*Storage, error) {
 		UpdateStrategy:            Strategy,
 		DeleteStrategy:            Strategy,
 		ResetFieldsStrategy:       Strategy,
-		TableConvertor:            tableConvertor{},
+		TableConvertor:            registry.TableConvertor(),
 	}
 	if err := store.CompleteWithOptions(&generic.StoreOptions{RESTOptions: optsGetter, AttrFunc: GetAttrs}); err != nil {
 		return nil, err

@@ -12,6 +12,8 @@ import (
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	"github.com/heaven-dev/heaven/pkg/builtin/registry"
 )
 
 // REST is the namespaces storage. It lists its verbs instead of embedding the
@@ -45,7 +47,7 @@ func NewREST(optsGetter generic.RESTOptionsGetter) (*REST, *StatusREST, *Finaliz
 		ResetFieldsStrategy:       Strategy,
 		ShouldDeleteDuringUpdate:  finalized,
 		ReturnDeletedObject:       true,
-		TableConvertor:            rest.NewDefaultTableConvertor(resource),
+		TableConvertor:            registry.TableConvertor(),
 	}
 	if err := store.CompleteWithOptions(&generic.StoreOptions{RESTOptions: optsGetter, AttrFunc: GetAttrs}); err != nil {
 		return nil, nil, nil, err
