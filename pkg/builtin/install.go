@@ -1,4 +1,13 @@
 // Package builtin serves Kubernetes' built-in resources from k8s.io/api types.
+//
+// What Kubernetes decides is Kubernetes' own code: defaults
+// (k8s.io/kubernetes/pkg/apis/*/v1 defaulters, in the scheme), validation
+// (k8s.io/kubernetes/pkg/apis/*/validation) and table columns
+// (k8s.io/kubernetes/pkg/printers), reached by converting to Kubernetes'
+// internal types with its own conversions. Hand-written here, until heavens
+// serve kube-apiserver's registries themselves: the stores and strategies
+// (which objects' fields a write may set), because upstream's operate on
+// the internal types that a heaven does not store.
 package builtin
 
 import (

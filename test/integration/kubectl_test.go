@@ -85,6 +85,14 @@ func TestKubectlVerbs(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, out, "conflict", "a second field manager conflicts on the same field")
 
+	// validation is kube-apiserver's own: its checks, its wording
+	badPort := `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"bad-port"},"spec":{"selector":{"matchLabels":{"app":"b"}},` +
+		`"template":{"metadata":{"labels":{"app":"b"}},"spec":{"containers":[{"name":"c","image":"nginx","ports":[{"containerPort":99999}]}]}}}}`
+	out, err = ts.KubectlErr(t, h, badPort, "apply", "-f", "-")
+	require.Error(t, err, out)
+	assert.Contains(t, out, "must be between 1 and 65535, inclusive")
+	assert.Contains(t, out, "spec.template.spec.containers[0].ports[0].containerPort")
+
 	// edit through $KUBE_EDITOR
 	editor := filepath.Join(t.TempDir(), "editor.sh")
 	require.NoError(t, os.WriteFile(editor, []byte("#!/bin/sh\nsed -i 's/k: v2/k: edited/' \"$1\"\n"), 0o755))

@@ -4,15 +4,11 @@ package registry
 
 import (
 	"context"
-	"sort"
 
-	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/storage/names"
 
@@ -39,32 +35,6 @@ func (Strategy) WarningsOnUpdate(context.Context, runtime.Object, runtime.Object
 	return nil
 }
 func (Strategy) Canonicalize(runtime.Object) {}
-
-// MetadataPath is where every object's metadata is validated.
-var MetadataPath = field.NewPath("metadata")
-
-// ValidateMeta validates metadata with the resource's name rule.
-func ValidateMeta(m *metav1.ObjectMeta, namespaced bool, name apivalidation.ValidateNameFunc) field.ErrorList {
-	return apivalidation.ValidateObjectMeta(m, namespaced, name, MetadataPath)
-}
-
-// ValidateMetaUpdate validates the metadata of an update.
-func ValidateMetaUpdate(m, old *metav1.ObjectMeta) field.ErrorList {
-	return apivalidation.ValidateObjectMetaUpdate(m, old, MetadataPath)
-}
-
-// ValidateDataKeys checks configmap and secret keys, in sorted order so
-// errors are stable.
-func ValidateDataKeys(keys []string, path *field.Path) field.ErrorList {
-	sort.Strings(keys)
-	var errs field.ErrorList
-	for _, k := range keys {
-		for _, msg := range validation.IsConfigMapKey(k) {
-			errs = append(errs, field.Invalid(path.Key(k), k, msg))
-		}
-	}
-	return errs
-}
 
 // Attrs returns an object's labels and its metadata field set merged with the
 // resource's extra selectable fields.

@@ -2,21 +2,13 @@ package registry
 
 import (
 	"context"
-	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/registry/rest"
-	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	"k8s.io/kubernetes/pkg/printers"
 	printersinternal "k8s.io/kubernetes/pkg/printers/internalversion"
 	printerstorage "k8s.io/kubernetes/pkg/printers/storage"
-
-	// The internal types and conversions of the built-in groups served.
-	_ "k8s.io/kubernetes/pkg/apis/apps/install"
-	_ "k8s.io/kubernetes/pkg/apis/coordination/install"
-	_ "k8s.io/kubernetes/pkg/apis/core/install"
-	_ "k8s.io/kubernetes/pkg/apis/events/install"
 )
 
 // TableConvertor gives built-in types the table columns kube-apiserver
@@ -38,23 +30,4 @@ func (c tableConvertor) ConvertToTable(ctx context.Context, obj, tableOptions ru
 		return nil, err
 	}
 	return c.upstream.ConvertToTable(ctx, internal, tableOptions)
-}
-
-// toInternal converts a versioned built-in object or list to Kubernetes'
-// internal version of its kind.
-func toInternal(obj runtime.Object) (runtime.Object, error) {
-	kinds, _, err := legacyscheme.Scheme.ObjectKinds(obj)
-	if err != nil {
-		return nil, fmt.Errorf("printing %T: %w", obj, err)
-	}
-	gvk := kinds[0]
-	gvk.Version = runtime.APIVersionInternal
-	out, err := legacyscheme.Scheme.New(gvk)
-	if err != nil {
-		return nil, fmt.Errorf("printing %T: %w", obj, err)
-	}
-	if err := legacyscheme.Scheme.Convert(obj, out, nil); err != nil {
-		return nil, fmt.Errorf("printing %T: %w", obj, err)
-	}
-	return out, nil
 }

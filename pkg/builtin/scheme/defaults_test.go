@@ -66,8 +66,9 @@ func TestDefaultPullPolicy(t *testing.T) {
 		"registry:5000/nginx:1":         corev1.PullIfNotPresent,
 		"nginx@sha256:0123456789abcdef": corev1.PullIfNotPresent,
 	} {
-		spec := corev1.PodSpec{Containers: []corev1.Container{{Image: image}}}
-		scheme.SetDefaultsPodSpec(&spec)
-		assert.Equal(t, want, spec.Containers[0].ImagePullPolicy, image)
+		d := &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Image: image}}}}}}
+		scheme.Scheme.Default(d) // Kubernetes' own defaults, registered in the scheme
+		assert.Equal(t, want, d.Spec.Template.Spec.Containers[0].ImagePullPolicy, image)
 	}
 }

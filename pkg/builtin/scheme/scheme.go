@@ -15,6 +15,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	k8sappsv1 "k8s.io/kubernetes/pkg/apis/apps/v1"
+	k8scoordinationv1 "k8s.io/kubernetes/pkg/apis/coordination/v1"
+	k8scorev1 "k8s.io/kubernetes/pkg/apis/core/v1"
+	k8seventsv1 "k8s.io/kubernetes/pkg/apis/events/v1"
 )
 
 var (
@@ -83,6 +87,14 @@ func AddToScheme(s *runtime.Scheme) error {
 			return err
 		}
 	}
-	addDefaultingFuncs(s)
+	// Kubernetes' own defaults of the versioned types, as kube-apiserver
+	// applies them when it decodes a request.
+	for _, register := range []func(*runtime.Scheme) error{
+		k8scorev1.RegisterDefaults, k8sappsv1.RegisterDefaults, k8scoordinationv1.RegisterDefaults, k8seventsv1.RegisterDefaults,
+	} {
+		if err := register(s); err != nil {
+			return err
+		}
+	}
 	return addFieldLabelConversions(s)
 }

@@ -30,9 +30,9 @@ func samples() []runtime.Object {
 		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"a": "b"}},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "i"}}}},
 	}}
-	scheme.SetDefaultsDeployment(d)
+	scheme.Scheme.Default(d)
 	return []runtime.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "x"}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "x", Labels: map[string]string{corev1.LabelMetadataName: "x"}}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive}},
 		&corev1.ConfigMap{ObjectMeta: meta, Data: map[string]string{"k": "v"}},
 		&corev1.Secret{ObjectMeta: meta, Data: map[string][]byte{"k": []byte("v")}, Type: corev1.SecretTypeOpaque},
 		&corev1.ServiceAccount{ObjectMeta: meta},

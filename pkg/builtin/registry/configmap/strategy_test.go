@@ -22,7 +22,7 @@ func TestValidate(t *testing.T) {
 		{"key with slash", corev1.ConfigMap{ObjectMeta: meta, Data: map[string]string{"a/b": "1"}}, false},
 		{"binary key with space", corev1.ConfigMap{ObjectMeta: meta, BinaryData: map[string][]byte{"a b": nil}}, false},
 		{"key in data and binaryData", corev1.ConfigMap{ObjectMeta: meta, Data: map[string]string{"a": ""}, BinaryData: map[string][]byte{"a": nil}}, false},
-		{"too large", corev1.ConfigMap{ObjectMeta: meta, Data: map[string]string{"a": strings.Repeat("x", maxSize+1)}}, false},
+		{"too large", corev1.ConfigMap{ObjectMeta: meta, Data: map[string]string{"a": strings.Repeat("x", 1<<20+1)}}, false},
 		{"no namespace", corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm"}}, false},
 	}
 	for _, tt := range tests {

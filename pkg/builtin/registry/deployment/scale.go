@@ -4,14 +4,16 @@ import (
 	"context"
 	"fmt"
 
+	autoscalingvalidation "k8s.io/kubernetes/pkg/apis/autoscaling/validation"
+
+	"github.com/heaven-dev/heaven/pkg/builtin/registry"
+
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
 )
@@ -79,7 +81,7 @@ func ScaleFromDeployment(d *appsv1.Deployment) (*autoscalingv1.Scale, error) {
 // ApplyScale writes the desired replicas of scale into a copy of d; a
 // resourceVersion on the scale becomes the update's precondition.
 func ApplyScale(d *appsv1.Deployment, scale *autoscalingv1.Scale) (*appsv1.Deployment, error) {
-	if errs := validateScale(scale); len(errs) > 0 {
+	if errs := registry.Validate(scale, autoscalingvalidation.ValidateScale); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(autoscalingv1.SchemeGroupVersion.WithKind("Scale").GroupKind(), scale.Name, errs)
 	}
 	d = d.DeepCopy()
@@ -88,10 +90,6 @@ func ApplyScale(d *appsv1.Deployment, scale *autoscalingv1.Scale) (*appsv1.Deplo
 	}
 	d.Spec.Replicas = &scale.Spec.Replicas
 	return d, nil
-}
-
-func validateScale(scale *autoscalingv1.Scale) field.ErrorList {
-	return apivalidation.ValidateNonnegativeField(int64(scale.Spec.Replicas), field.NewPath("spec", "replicas"))
 }
 
 // scaleUpdatedObjectInfo turns the Scale a client sent into the deployment

@@ -6,6 +6,13 @@ import (
 	"context"
 	"fmt"
 
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	"k8s.io/kubernetes/pkg/api/pod"
+	"k8s.io/kubernetes/pkg/apis/apps"
+	appsvalidation "k8s.io/kubernetes/pkg/apis/apps/validation"
+
+	"github.com/heaven-dev/heaven/pkg/builtin/registry"
+
 	appsv1 "k8s.io/api/apps/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/fields"
@@ -13,8 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
-
-	"github.com/heaven-dev/heaven/pkg/builtin/registry"
 )
 
 type strategy struct{ registry.Strategy }
@@ -46,11 +51,19 @@ func (strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
 }
 
 func (strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
-	return validateDeployment(obj.(*appsv1.Deployment))
+	return registry.Validate(obj, func(d *apps.Deployment) field.ErrorList {
+		return appsvalidation.ValidateDeployment(d, pod.GetValidationOptionsFromPodTemplate(&d.Spec.Template, nil))
+	})
 }
 
+// ValidateUpdate is kube-apiserver's for apps/v1, the only version served:
+// the selector is immutable, or the pods would be orphaned.
 func (strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
-	return validateDeploymentUpdate(obj.(*appsv1.Deployment), old.(*appsv1.Deployment))
+	return registry.ValidateUpdate(obj, old, func(d, was *apps.Deployment) field.ErrorList {
+		opts := pod.GetValidationOptionsFromPodTemplate(&d.Spec.Template, &was.Spec.Template)
+		errs := appsvalidation.ValidateDeploymentUpdate(d, was, opts)
+		return append(errs, apivalidation.ValidateImmutableField(d.Spec.Selector, was.Spec.Selector, field.NewPath("spec", "selector"))...)
+	})
 }
 
 type statusStrategy struct{ strategy }
@@ -67,9 +80,7 @@ func (statusStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Objec
 }
 
 func (statusStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
-	d := obj.(*appsv1.Deployment)
-	errs := registry.ValidateMetaUpdate(&d.ObjectMeta, &old.(*appsv1.Deployment).ObjectMeta)
-	return append(errs, validateStatus(&d.Status, field.NewPath("status"))...)
+	return registry.ValidateUpdate(obj, old, appsvalidation.ValidateDeploymentStatusUpdate)
 }
 
 func resetFields(path string) map[fieldpath.APIVersion]*fieldpath.Set {

@@ -27,7 +27,7 @@ func newDeployment() *appsv1.Deployment {
 			},
 		},
 	}
-	scheme.SetDefaultsDeployment(d)
+	scheme.Scheme.Default(d)
 	return d
 }
 

@@ -7,26 +7,17 @@ import (
 	"context"
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
+	"k8s.io/kubernetes/pkg/apis/core"
+	corevalidation "k8s.io/kubernetes/pkg/apis/core/validation"
+
+	"github.com/heaven-dev/heaven/pkg/builtin/registry"
+
 	eventsv1 "k8s.io/api/events/v1"
-	apivalidation "k8s.io/apimachinery/pkg/api/validation"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-
-	"github.com/heaven-dev/heaven/pkg/builtin/registry"
 )
-
-// Length limits of events.k8s.io events.
-const (
-	shortFieldLimit = 128
-	noteLimit       = 1024
-)
-
-var eventTypes = sets.New(corev1.EventTypeNormal, corev1.EventTypeWarning)
 
 type strategy struct{ registry.Strategy }
 
@@ -38,62 +29,15 @@ func (strategy) PrepareForCreate(context.Context, runtime.Object)               
 func (strategy) PrepareForUpdate(context.Context, runtime.Object, runtime.Object) {}
 
 func (strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
-	return validate(obj.(*eventsv1.Event))
+	return registry.Validate(obj, func(e *core.Event) field.ErrorList {
+		return corevalidation.ValidateEventCreate(e, eventsv1.SchemeGroupVersion)
+	})
 }
 
 func (strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
-	e, oldE := obj.(*eventsv1.Event), old.(*eventsv1.Event)
-	errs := registry.ValidateMetaUpdate(&e.ObjectMeta, &oldE.ObjectMeta)
-	// Only the series and metadata of an event may change.
-	for _, f := range []struct {
-		name     string
-		new, old any
-	}{
-		{"action", e.Action, oldE.Action},
-		{"reason", e.Reason, oldE.Reason},
-		{"note", e.Note, oldE.Note},
-		{"type", e.Type, oldE.Type},
-		{"regarding", e.Regarding, oldE.Regarding},
-		{"reportingController", e.ReportingController, oldE.ReportingController},
-		{"reportingInstance", e.ReportingInstance, oldE.ReportingInstance},
-	} {
-		errs = append(errs, apivalidation.ValidateImmutableField(f.new, f.old, field.NewPath(f.name))...)
-	}
-	return append(errs, validate(e)...)
-}
-
-func validate(e *eventsv1.Event) field.ErrorList {
-	errs := registry.ValidateMeta(&e.ObjectMeta, true, apivalidation.NameIsDNSSubdomain)
-	if e.EventTime.IsZero() {
-		errs = append(errs, field.Required(field.NewPath("eventTime"), ""))
-	}
-	if ns := e.Regarding.Namespace; ns != "" && ns != e.Namespace {
-		errs = append(errs, field.Invalid(field.NewPath("regarding", "namespace"), ns, "does not match event.namespace"))
-	} else if ns == "" && e.Namespace != metav1.NamespaceDefault && e.Namespace != metav1.NamespaceSystem {
-		errs = append(errs, field.Invalid(field.NewPath("regarding", "namespace"), ns, "does not match event.namespace"))
-	}
-	for _, f := range []struct{ name, value string }{
-		{"reportingController", e.ReportingController},
-		{"reportingInstance", e.ReportingInstance},
-		{"action", e.Action},
-		{"reason", e.Reason},
-	} {
-		if f.value == "" {
-			errs = append(errs, field.Required(field.NewPath(f.name), ""))
-		} else if len(f.value) > shortFieldLimit {
-			errs = append(errs, field.TooLong(field.NewPath(f.name), "", shortFieldLimit))
-		}
-	}
-	if len(e.Note) > noteLimit {
-		errs = append(errs, field.TooLong(field.NewPath("note"), "", noteLimit))
-	}
-	if !eventTypes.Has(e.Type) {
-		errs = append(errs, field.NotSupported(field.NewPath("type"), e.Type, sets.List(eventTypes)))
-	}
-	if e.Series != nil && e.Series.Count < 2 {
-		errs = append(errs, field.Invalid(field.NewPath("series", "count"), e.Series.Count, "should be at least 2"))
-	}
-	return errs
+	return registry.ValidateUpdate(obj, old, func(e, was *core.Event) field.ErrorList {
+		return corevalidation.ValidateEventUpdate(e, was, eventsv1.SchemeGroupVersion)
+	})
 }
 
 // GetAttrs returns the labels and selectable fields of an events.k8s.io event.

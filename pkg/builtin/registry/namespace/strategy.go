@@ -8,16 +8,16 @@ import (
 	"fmt"
 	"slices"
 
+	corevalidation "k8s.io/kubernetes/pkg/apis/core/validation"
+
+	"github.com/heaven-dev/heaven/pkg/builtin/registry"
+
 	corev1 "k8s.io/api/core/v1"
-	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
-
-	"github.com/heaven-dev/heaven/pkg/builtin/registry"
 )
 
 // NameLabel is the label every namespace carries with its own name.
@@ -52,13 +52,11 @@ func (strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
 }
 
 func (strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
-	return validate(obj.(*corev1.Namespace))
+	return registry.Validate(obj, corevalidation.ValidateNamespace)
 }
 
 func (strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
-	ns := obj.(*corev1.Namespace)
-	errs := registry.ValidateMetaUpdate(&ns.ObjectMeta, &old.(*corev1.Namespace).ObjectMeta)
-	return append(errs, validate(ns)...)
+	return registry.ValidateUpdate(obj, old, corevalidation.ValidateNamespaceUpdate)
 }
 
 // Canonicalize sets the name label after name generation, so selectors on
@@ -69,22 +67,6 @@ func (strategy) Canonicalize(obj runtime.Object) {
 		ns.Labels = map[string]string{}
 	}
 	ns.Labels[NameLabel] = ns.Name
-}
-
-func validate(ns *corev1.Namespace) field.ErrorList {
-	errs := registry.ValidateMeta(&ns.ObjectMeta, false, apivalidation.ValidateNamespaceName)
-	return append(errs, validateFinalizers(ns.Spec.Finalizers)...)
-}
-
-func validateFinalizers(finalizers []corev1.FinalizerName) field.ErrorList {
-	var errs field.ErrorList
-	path := field.NewPath("spec", "finalizers")
-	for i, f := range finalizers {
-		for _, msg := range validation.IsQualifiedName(string(f)) {
-			errs = append(errs, field.Invalid(path.Index(i), f, msg))
-		}
-	}
-	return errs
 }
 
 func resetFields(paths ...string) map[fieldpath.APIVersion]*fieldpath.Set {

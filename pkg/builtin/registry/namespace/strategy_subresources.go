@@ -3,12 +3,14 @@ package namespace
 import (
 	"context"
 
+	corevalidation "k8s.io/kubernetes/pkg/apis/core/validation"
+
+	"github.com/heaven-dev/heaven/pkg/builtin/registry"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
-
-	"github.com/heaven-dev/heaven/pkg/builtin/registry"
 )
 
 type statusStrategy struct{ strategy }
@@ -26,16 +28,7 @@ func (statusStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Objec
 
 // ValidateUpdate keeps the phase consistent with the deletion timestamp.
 func (statusStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
-	ns := obj.(*corev1.Namespace)
-	errs := registry.ValidateMetaUpdate(&ns.ObjectMeta, &old.(*corev1.Namespace).ObjectMeta)
-	want := corev1.NamespaceActive
-	if ns.DeletionTimestamp != nil {
-		want = corev1.NamespaceTerminating
-	}
-	if ns.Status.Phase != want {
-		errs = append(errs, field.Invalid(field.NewPath("status", "phase"), ns.Status.Phase, "must be "+string(want)))
-	}
-	return errs
+	return registry.ValidateUpdate(obj, old, corevalidation.ValidateNamespaceStatusUpdate)
 }
 
 func (statusStrategy) Canonicalize(runtime.Object) {}
@@ -54,9 +47,7 @@ func (finalizeStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Obj
 }
 
 func (finalizeStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
-	ns := obj.(*corev1.Namespace)
-	errs := registry.ValidateMetaUpdate(&ns.ObjectMeta, &old.(*corev1.Namespace).ObjectMeta)
-	return append(errs, validateFinalizers(ns.Spec.Finalizers)...)
+	return registry.ValidateUpdate(obj, old, corevalidation.ValidateNamespaceFinalizeUpdate)
 }
 
 func (finalizeStrategy) Canonicalize(runtime.Object) {}
