@@ -94,9 +94,14 @@ func openBranch(ctx context.Context, git *gitrepo.Repo, name string, leases *les
 	if err != nil {
 		return nil, err
 	}
-	if b.floor = floor; floor > b.latest {
-		b.latest = floor
-		b.advance(floor)
+	b.floor = floor
+	start, err := b.reopenAt(floor)
+	if err != nil {
+		return nil, fmt.Errorf("branch %s: %w", name, err)
+	}
+	if start > b.latest {
+		b.latest = start
+		b.advance(start)
 	}
 	compacted, err := b.readState(compactState)
 	if err != nil {

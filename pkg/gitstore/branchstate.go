@@ -10,13 +10,17 @@ import (
 // <repo>/heaven/: its revision floor and its compaction point. Both only
 // ever grow, and losing either loses no data.
 //
-// Revisions of writes that git does not hold (keys with leases) must not be
-// handed out again after a restart, or a watcher resuming from one would
-// miss the writes that reuse it. Before acknowledging such a revision
-// above the recorded floor, the writer records a new floor a block ahead;
-// on open the branch starts at least there. The floor is the only state
-// besides git that the store keeps: losing it only means that leased-key
-// revisions from before the loss may be reused.
+// A revision handed out must not be handed out again after a restart, or a
+// watcher resuming from it would miss the writes that reuse it. Git does
+// not hold every revision the store gave: writes of keys with leases never
+// reach it, and a branch moved back from outside just before a crash, in
+// the window before its head was recorded (headstate.go), drops our last
+// commits. So before acknowledging a revision above the recorded floor,
+// the writer records a new floor a block ahead (one small durable write
+// per floorBlock revisions); on open the branch starts at least there, and
+// revisions jump ahead by less than a block at each restart. Losing the
+// floor file only means that such revisions from before the loss may be
+// reused.
 
 const floorBlock = 10000
 

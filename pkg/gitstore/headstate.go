@@ -21,9 +21,13 @@ import (
 // the branch is rebuilt from the recorded head and the ref's commit is
 // picked up as it would have been live, as a merge at the next revision.
 //
-// The record lags behind by up to headStateInterval: only a move back past
-// it in that window before a crash is not recognised (the writes of that
-// window are then left out of the branch, as such a move intends).
+// The record lags behind by up to headStateInterval: a move back past it
+// in that window before a crash is not recognised (the writes of that
+// window are then left out of the branch, as such a move intends), and the
+// revisions of that window are not in git any more. So a record written
+// when the branch closes in order says so ("closed"): the branch reopens
+// at exactly its recorded revision. After a crash it reopens at the
+// revision floor (branchstate.go), above every revision handed out.
 
 const headState = "head"
 
@@ -31,7 +35,10 @@ const headState = "head"
 type recordedHead struct {
 	commit   plumbing.Hash
 	revision int64
+	closed   bool // recorded when the branch closed in order
 }
+
+const closedMark = "closed"
 
 func (b *Branch) readHead() (recordedHead, error) {
 	data, err := b.git.ReadState(b.stateName(headState))
@@ -41,6 +48,10 @@ func (b *Branch) readHead() (recordedHead, error) {
 	// The record is a hint: one that can't be read is no record, and the
 	// ref is served as it is.
 	f := strings.Fields(string(data))
+	closed := len(f) == 3 && f[2] == closedMark
+	if closed {
+		f = f[:2]
+	}
 	var rev int64
 	if len(f) == 2 && plumbing.IsHash(f[0]) {
 		rev, err = strconv.ParseInt(f[1], 10, 64)
@@ -49,25 +60,49 @@ func (b *Branch) readHead() (recordedHead, error) {
 		b.log.Error(nil, "Ignoring a malformed head record", "state", b.stateName(headState), "content", string(data))
 		return recordedHead{}, nil
 	}
-	return recordedHead{plumbing.NewHash(f[0]), rev}, nil
+	return recordedHead{plumbing.NewHash(f[0]), rev, closed}, nil
 }
 
 // recordHead writes the branch's head and revision if they changed since
-// the last record. Safe to call from any goroutine.
-func (b *Branch) recordHead() error {
+// the last record; closed says the branch has stopped (its writer is done).
+// Safe to call from any goroutine.
+func (b *Branch) recordHead(closed bool) error {
 	b.mu.RLock()
-	h := recordedHead{b.head, b.committed}
+	h := recordedHead{b.head, b.committed, closed}
 	b.mu.RUnlock()
 	b.headMu.Lock()
 	defer b.headMu.Unlock()
 	if h.commit.IsZero() || h == b.recorded {
 		return nil
 	}
-	if err := b.writeStateBytes(headState, []byte(fmt.Sprintf("%s %d\n", h.commit, h.revision))); err != nil {
+	return b.writeHead(h)
+}
+
+func (b *Branch) writeHead(h recordedHead) error {
+	line := fmt.Sprintf("%s %d", h.commit, h.revision)
+	if h.closed {
+		line += " " + closedMark
+	}
+	if err := b.writeStateBytes(headState, []byte(line+"\n")); err != nil {
 		return err
 	}
 	b.recorded = h
 	return nil
+}
+
+// reopenAt says where revisions go on from when the branch opens: exactly
+// after the recorded revision if the branch closed in order (the record
+// then stops saying so, before any revision is handed out), else above
+// floor. Called on open, after rebuildFromRecordedHead.
+func (b *Branch) reopenAt(floor int64) (int64, error) {
+	rec := b.recorded
+	if !rec.closed {
+		return floor, nil
+	}
+	rec.closed = false
+	b.headMu.Lock()
+	defer b.headMu.Unlock()
+	return rec.revision, b.writeHead(rec)
 }
 
 // rebuildFromRecordedHead is called on open after the index was rebuilt

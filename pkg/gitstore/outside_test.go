@@ -425,6 +425,41 @@ func TestForcePushWhileClosed(t *testing.T) {
 	require.True(t, ok, "the store's commits stay in the branch's history")
 }
 
+// A crash after a move back that the head record had not caught up with
+// (it lags by up to headStateInterval): the revisions handed out since
+// the record are not in git any more, and must not be handed out again.
+// The branch reopens above the revision floor.
+func TestMoveBackInTheRecordsWindowThenCrash(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "heavens.git")
+	r, err := Open(dir, Options{PollInterval: 10 * time.Millisecond, ReadFile: readObjectFile})
+	require.NoError(t, err)
+	b, err := r.Branch(context.Background(), "team-a")
+	require.NoError(t, err)
+	put(t, b, "/core/cm/default/a", `{"name":"a","v":1}`)
+	waitGitRef(t, dir, "team-a", b.Head())
+	old, oldRev := b.Head(), b.Revision()
+	for i := range 5 {
+		put(t, b, fmt.Sprintf("/core/cm/default/s%d", i), fmt.Sprintf(`{"name":"s%d"}`, i))
+	}
+	handedOut := b.Revision()
+	require.NoError(t, r.Close())
+	// What a crash leaves: the last periodic record, from before the
+	// writes, and a ref moved back to it.
+	record := filepath.Join(dir, "heaven", headState, "team-a")
+	require.NoError(t, os.WriteFile(record, []byte(fmt.Sprintf("%s %d\n", old, oldRev)), 0o600))
+	git(t, filepath.Dir(dir), "--git-dir", dir, "update-ref", "refs/heads/team-a", old.String())
+
+	r, err = Open(dir, Options{PollInterval: 10 * time.Millisecond, ReadFile: readObjectFile})
+	require.NoError(t, err)
+	defer r.Close()
+	b, err = r.Branch(context.Background(), "team-a")
+	require.NoError(t, err)
+	require.Greater(t, b.Revision(), handedOut, "no revision handed out before the crash is handed out again")
+	rev := put(t, b, "/core/cm/default/after", `{"name":"after"}`)
+	require.Greater(t, rev, handedOut)
+	require.Nil(t, get(t, b, "/core/cm/default/s0", 0), "the branch is what the move left")
+}
+
 // A branch whose keys have the longest names Kubernetes allows can be
 // cloned and checked out (every path component ≤ 255 bytes).
 func TestLongNamesCanBeCheckedOut(t *testing.T) {

@@ -116,7 +116,7 @@ func (r *Repository) background() {
 			r.poll()
 		case <-heads.C:
 			for _, b := range r.openBranches() {
-				if err := b.recordHead(); err != nil {
+				if err := b.recordHead(false); err != nil {
 					r.log.Error(err, "Recording a branch's head failed", "branch", b.name)
 				}
 			}
@@ -208,7 +208,7 @@ func (r *Repository) CloseBranch(name string) error {
 	}
 	b.close()
 	r.leases.forget(b)
-	return b.recordHead()
+	return b.recordHead(true)
 }
 
 // Close closes every branch and the repository.
@@ -225,7 +225,7 @@ func (r *Repository) Close() error {
 	var errs []error
 	for _, b := range branches {
 		b.close()
-		if err := b.recordHead(); err != nil {
+		if err := b.recordHead(true); err != nil {
 			errs = append(errs, fmt.Errorf("recording the head of %s: %w", b.name, err))
 		}
 	}

@@ -401,16 +401,10 @@ func (b *Branch) persist(batch []*writeRequest) error {
 		}
 		b.mu.Unlock()
 	}
-	var lastRev int64
-	for _, r := range batch {
-		lastRev = max(lastRev, r.rev)
-	}
-	if lastRev > lastGitRev {
-		// Revisions of leased keys only: git does not hold them, but
-		// they must outlive a restart all the same.
-		return b.raiseFloor(b.latest)
-	}
-	return nil
+	// Every revision handed out stays below the recorded floor: git may
+	// not hold it after a restart (leased keys; a branch moved back before
+	// its head was recorded, headstate.go), and it must not be reused.
+	return b.raiseFloor(b.latest)
 }
 
 // stage puts one change into the tree mirror; ok is false for changes that
