@@ -149,11 +149,19 @@ func (s *server) stop(t *testing.T) {
 // kill cuts requests off rather than hanging them.
 func (s *server) kube(t *testing.T) kubernetes.Interface {
 	t.Helper()
+	return s.kubeTimeout(t, 10*time.Second)
+}
+
+// kubeTimeout is kube with another timeout: the first request after a
+// restart opens the heaven, which reads its whole history (seconds after a
+// long run).
+func (s *server) kubeTimeout(t *testing.T, timeout time.Duration) kubernetes.Interface {
+	t.Helper()
 	cfg, err := clientcmd.BuildConfigFromFlags(s.heavenURL(), s.kubeconfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Timeout = 10 * time.Second
+	cfg.Timeout = timeout
 	cfg.QPS, cfg.Burst = 500, 500
 	return kubernetes.NewForConfigOrDie(cfg)
 }

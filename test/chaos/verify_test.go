@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,7 +36,7 @@ func verify(t *testing.T, srv *server, m *model) {
 		t.Fatal(err)
 	}
 	defer blobs.close()
-	kube := srv.kube(t)
+	kube := srv.kubeTimeout(t, 2*time.Minute)
 	served, err := kube.CoreV1().ConfigMaps(namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
