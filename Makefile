@@ -28,10 +28,9 @@ CRASH_KILLS ?= 5
 
 # Tools built from the separate module in hack/tools (its go.mod pins their
 # versions): the real kubectl, stamped with the version of the pinned
-# k8s.io/kubectl, and openapi-gen for `make generate`.
+# k8s.io/kubectl.
 TOOLS_BIN := $(CURDIR)/.cache/bin
 KUBECTL := $(TOOLS_BIN)/kubectl
-OPENAPI_GEN := $(TOOLS_BIN)/openapi-gen
 TOOLS_MOD := hack/tools/go.mod hack/tools/go.sum
 KUBECTL_VERSION := v1.37.2
 KUBECTL_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(KUBECTL_VERSION) \
@@ -49,24 +48,9 @@ KUBE_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
 	-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37 \
 	-X k8s.io/component-base/version.gitTreeState=clean
 
-# make generate: the OpenAPI definitions of the built-in types the server
-# serves, and of everything they reference.
-OPENAPI_PKGS := \
-	k8s.io/api/core/v1 \
-	k8s.io/api/apps/v1 \
-	k8s.io/api/autoscaling/v1 \
-	k8s.io/api/coordination/v1 \
-	k8s.io/api/events/v1 \
-	k8s.io/apimachinery/pkg/apis/meta/v1 \
-	k8s.io/apimachinery/pkg/runtime \
-	k8s.io/apimachinery/pkg/util/intstr \
-	k8s.io/apimachinery/pkg/api/resource \
-	k8s.io/apimachinery/pkg/version
-OPENAPI_OUT := pkg/generated/openapi
-
 .PHONY: all help build test vet test-unit test-conformance test-conformance-etcd \
 	test-crash test-crash-long test-chaos test-chaos-short test-integration bench-store bench-server run clean
-.PHONY: tools generate
+.PHONY: tools
 .PHONY: kube-binaries test-e2e
 .PHONY: bench-syncer
 .PHONY: bench-merge
@@ -87,10 +71,9 @@ help:
 	@echo "make bench-server           heaven-server end to end: git vs etcd storage, memory per heaven, cold starts"
 	@echo "make bench-syncer           the syncer against a real cluster: initial sync of 1,000 objects, latency of single updates"
 	@echo "make bench-merge            our merge of two branches (10,000 objects, 1,000 changes a side) vs git merge (merge-ort)"
-	@echo "make tools                  build kubectl and openapi-gen from hack/tools into .cache/bin"
+	@echo "make tools                  build kubectl from hack/tools into .cache/bin"
 	@echo "make kube-binaries          build kube-apiserver and kube-controller-manager $(KUBE_VERSION) from hack/kube into .cache/bin"
 	@echo "make image                  build the syncer's container image $(SYNCER_IMAGE) (needs docker)"
-	@echo "make generate               regenerate $(OPENAPI_OUT)/zz_generated.openapi.go with openapi-gen"
 	@echo "make clean                  remove bin/ and .cache/ (not the data in $(DATA_DIR))"
 
 build:
@@ -167,7 +150,7 @@ bench-syncer: kube-binaries
 run: build
 	$(BIN)/heaven-server --data-dir $(DATA_DIR) $(RUN_FLAGS)
 
-tools: $(KUBECTL) $(OPENAPI_GEN)
+tools: $(KUBECTL)
 
 $(KUBECTL): $(TOOLS_MOD) hack/tools/kubectl/main.go
 	cd hack/tools && $(GO) build -ldflags "$(KUBECTL_LDFLAGS)" -o $@ ./kubectl
@@ -179,21 +162,6 @@ kube-binaries: $(KUBE_APISERVER) $(KUBE_CONTROLLER_MANAGER)
 $(KUBE_APISERVER) $(KUBE_CONTROLLER_MANAGER) &: $(KUBE_MOD)
 	cd hack/kube && $(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $(TOOLS_BIN)/ \
 		k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager
-
-$(OPENAPI_GEN): $(TOOLS_MOD)
-	cd hack/tools && $(GO) build -o $@ k8s.io/kube-openapi/cmd/openapi-gen
-
-# openapi-gen loads the input packages through the main module, so it runs
-# from the repository root. API rule violations are recorded in
-# violation_exceptions.list rather than failing the build.
-generate: $(OPENAPI_GEN)
-	$(OPENAPI_GEN) \
-		--go-header-file hack/boilerplate.go.txt \
-		--output-dir $(OPENAPI_OUT) \
-		--output-pkg github.com/heaven-dev/heaven/$(OPENAPI_OUT) \
-		--output-file zz_generated.openapi.go \
-		--report-filename $(OPENAPI_OUT)/violation_exceptions.list \
-		$(OPENAPI_PKGS)
 
 # The syncer's container image, which the cluster controller installs
 # (heaven-server --syncer-image); with kind: kind load docker-image $(SYNCER_IMAGE).

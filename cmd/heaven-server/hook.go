@@ -32,7 +32,11 @@ sees it in the output of git push.`,
 		Args:         cobra.NoArgs,
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			err := githook.PreReceive(cmd.Context(), os.Stdin, os.Stderr, server.ObjectFiles())
+			files, err := server.ObjectFiles()
+			if err != nil {
+				return err
+			}
+			err = githook.PreReceive(cmd.Context(), os.Stdin, os.Stderr, files)
 			if err != nil {
 				cmd.SilenceErrors = true // the files were named already
 				return errors.New("push refused")

@@ -14,9 +14,12 @@ import (
 	"k8s.io/client-go/rest"
 	basecompatibility "k8s.io/component-base/compatibility"
 
+	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/kubernetes/pkg/api/legacyscheme"
+	"k8s.io/kubernetes/pkg/generated/openapi"
+
 	"github.com/heaven-dev/heaven/pkg/builtin"
-	"github.com/heaven-dev/heaven/pkg/builtin/scheme"
-	"github.com/heaven-dev/heaven/pkg/generated/openapi"
 	"github.com/heaven-dev/heaven/test/etcdtest"
 )
 
@@ -26,44 +29,42 @@ func startServer(t *testing.T) *rest.Config {
 	t.Helper()
 	getter := restOptionsGetter{etcdURL: etcdtest.NewForTest(t, etcdtest.Config{}).URL}
 
-	cfg := genericapiserver.NewConfig(scheme.Codecs)
-	cfg.EffectiveVersion = basecompatibility.NewEffectiveVersionFromString("1.37", "", "")
+	cfg := genericapiserver.NewConfig(legacyscheme.Codecs)
+	cfg.EffectiveVersion = basecompatibility.NewEffectiveVersionFromString(builtin.KubernetesVersion, "", "")
 	cfg.ExternalAddress = "127.0.0.1:443"
 	cfg.LoopbackClientConfig = &rest.Config{}
-	namer := openapinamer.NewDefinitionNamer(scheme.Scheme)
+	namer := openapinamer.NewDefinitionNamer(legacyscheme.Scheme)
 	cfg.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(openapi.GetOpenAPIDefinitions, namer)
 	cfg.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(openapi.GetOpenAPIDefinitions, namer)
 	server, err := cfg.Complete(nil).New("heaven-test", genericapiserver.NewEmptyDelegate())
 	require.NoError(t, err)
 	t.Cleanup(server.Destroy)
 
-	legacy, groups, err := builtin.APIGroupInfos(getter)
-	require.NoError(t, err)
-	require.NoError(t, server.InstallLegacyAPIGroup(genericapiserver.DefaultLegacyAPIPrefix, legacy))
-	require.NoError(t, server.InstallAPIGroups(groups...))
+	allow := authorizerfactory.NewAlwaysAllowAuthorizer()
+	require.NoError(t, builtin.Install(server, builtin.Config{
+		Authorizer:   allow,
+		RuleResolver: allow,
+		Discovery:    fake.NewClientset().Discovery(),
+	}, getter))
 
 	httpServer := httptest.NewServer(server.Handler)
 	t.Cleanup(httpServer.Close)
 	return &rest.Config{Host: httpServer.URL, QPS: -1}
 }
 
-// restOptionsGetter stores each resource as JSON at its storage version under
+// restOptionsGetter stores each resource as kube-apiserver does under
 // /registry/<group>/<resource>.
 type restOptionsGetter struct{ etcdURL string }
 
-func (g restOptionsGetter) GetRESTOptions(resource schema.GroupResource, _ runtime.Object) (generic.RESTOptions, error) {
-	var storageVersion schema.GroupVersion
-	for _, r := range builtin.Resources() {
-		if r.GroupResource == resource {
-			storageVersion = r.StorageVersion
-		}
+func (g restOptionsGetter) GetRESTOptions(resource schema.GroupResource, example runtime.Object) (generic.RESTOptions, error) {
+	codec, versioner, err := builtin.StorageCodec(resource, example)
+	if err != nil {
+		return generic.RESTOptions{}, err
 	}
-	info, _ := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), runtime.ContentTypeJSON)
-	codec := scheme.Codecs.CodecForVersions(info.Serializer, info.Serializer, storageVersion, scheme.InternalVersion(storageVersion))
 	config := storagebackend.NewDefaultConfig("/registry", codec)
 	config.Type = storagebackend.StorageTypeETCD3
 	config.Transport.ServerList = []string{g.etcdURL}
-	config.EncodeVersioner = storageVersion
+	config.EncodeVersioner = versioner
 	prefix := resource.Resource
 	if resource.Group != "" {
 		prefix = resource.Group + "/" + resource.Resource

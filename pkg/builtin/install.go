@@ -1,141 +1,161 @@
-// Package builtin serves Kubernetes' built-in resources from k8s.io/api types.
+// Package builtin serves Kubernetes' built-in API groups in a heaven with
+// kube-apiserver's own code: the REST storage providers of
+// k8s.io/kubernetes/pkg/registry (stores, strategies, defaulting,
+// validation, table columns, RBAC's escalation checks), the group versions
+// kube-apiserver's generic control plane enables, and its storage encoding
+// (k8s.io/kubernetes/pkg/kubeapiserver). Nothing here decides what
+// Kubernetes decides; the package only chooses which groups a heaven serves
+// and hands them a heaven's storage.
 //
-// What Kubernetes decides is Kubernetes' own code: defaults
-// (k8s.io/kubernetes/pkg/apis/*/v1 defaulters, in the scheme), validation
-// (k8s.io/kubernetes/pkg/apis/*/validation) and table columns
-// (k8s.io/kubernetes/pkg/printers), reached by converting to Kubernetes'
-// internal types with its own conversions. Hand-written here, until heavens
-// serve kube-apiserver's registries themselves: the stores and strategies
-// (which objects' fields a write may set), because upstream's operate on
-// the internal types that a heaven does not store.
+// A heaven serves what kcp's generic control plane serves
+// (k8s.io/kubernetes/pkg/controlplane/apiserver.GenericStorageProviders),
+// without flow control and the apiserver-internal and storage-migration
+// groups (heaven-server has one front for every heaven), plus apps/v1
+// Deployments (what the syncer places on clusters).
 package builtin
 
 import (
-	appsv1 "k8s.io/api/apps/v1"
-	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apiserver/pkg/registry/generic"
-	"k8s.io/apiserver/pkg/registry/rest"
-	genericapiserver "k8s.io/apiserver/pkg/server"
+	"fmt"
+	"time"
 
-	"github.com/heaven-dev/heaven/pkg/builtin/registry/configmap"
-	"github.com/heaven-dev/heaven/pkg/builtin/registry/deployment"
-	"github.com/heaven-dev/heaven/pkg/builtin/registry/event"
-	eventsv1registry "github.com/heaven-dev/heaven/pkg/builtin/registry/eventsv1"
-	"github.com/heaven-dev/heaven/pkg/builtin/registry/lease"
-	"github.com/heaven-dev/heaven/pkg/builtin/registry/namespace"
-	"github.com/heaven-dev/heaven/pkg/builtin/registry/secret"
-	"github.com/heaven-dev/heaven/pkg/builtin/registry/serviceaccount"
-	"github.com/heaven-dev/heaven/pkg/builtin/scheme"
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/registry/generic"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	serverstorage "k8s.io/apiserver/pkg/server/storage"
+	"k8s.io/client-go/discovery"
+	admissionregistrationrest "k8s.io/kubernetes/pkg/registry/admissionregistration/rest"
+	appsrest "k8s.io/kubernetes/pkg/registry/apps/rest"
+	authenticationrest "k8s.io/kubernetes/pkg/registry/authentication/rest"
+	authorizationrest "k8s.io/kubernetes/pkg/registry/authorization/rest"
+	certificatesrest "k8s.io/kubernetes/pkg/registry/certificates/rest"
+	coordinationrest "k8s.io/kubernetes/pkg/registry/coordination/rest"
+	corerest "k8s.io/kubernetes/pkg/registry/core/rest"
+	eventsrest "k8s.io/kubernetes/pkg/registry/events/rest"
+	rbacrest "k8s.io/kubernetes/pkg/registry/rbac/rest"
 )
 
-// Resource is one served built-in resource.
-type Resource struct {
-	GroupResource schema.GroupResource
-	// StorageVersion is the version objects are encoded at in storage.
-	StorageVersion schema.GroupVersion
-	Namespaced     bool
+// DefaultEventTTL is how long an Event lives after its last update, as in
+// kube-apiserver.
+const DefaultEventTTL = time.Hour
+
+// Config is what the built-in groups take from the heaven's server.
+type Config struct {
+	// Authorizer decides RBAC's escalation checks and the review APIs.
+	Authorizer   authorizer.Authorizer
+	RuleResolver authorizer.RuleResolver
+	// Authenticator answers TokenReviews.
+	Authenticator authenticator.Request
+	// Discovery resolves the resources admission policies name.
+	Discovery discovery.DiscoveryInterface
+	EventTTL  time.Duration
 }
 
-// Resources lists every built-in GroupResource served, with its storage GroupVersion (for the storage codec).
-func Resources() []Resource {
-	core := func(r string, namespaced bool) Resource {
-		return Resource{corev1.Resource(r), corev1.SchemeGroupVersion, namespaced}
+// storageProvider is the interface of k8s.io/kubernetes' REST storage
+// providers (pkg/controlplane/apiserver.RESTStorageProvider).
+type storageProvider interface {
+	GroupName() string
+	NewRESTStorage(serverstorage.APIResourceConfigSource, generic.RESTOptionsGetter) (genericapiserver.APIGroupInfo, error)
+}
+
+func (c Config) providers() []storageProvider {
+	ttl := c.EventTTL
+	if ttl == 0 {
+		ttl = DefaultEventTTL
 	}
-	return []Resource{
-		core("namespaces", false),
-		core("configmaps", true),
-		core("secrets", true),
-		core("serviceaccounts", true),
-		core("events", true),
-		{eventsv1.Resource("events"), eventsv1.SchemeGroupVersion, true},
-		{coordinationv1.Resource("leases"), coordinationv1.SchemeGroupVersion, true},
-		{appsv1.Resource("deployments"), appsv1.SchemeGroupVersion, true},
+	// The order is discovery's: an unqualified name ("events") means the
+	// first group that serves it.
+	return []storageProvider{
+		&corerest.GenericConfig{EventTTL: ttl},
+		authenticationrest.RESTStorageProvider{Authenticator: c.Authenticator},
+		authorizationrest.RESTStorageProvider{Authorizer: c.Authorizer, RuleResolver: c.RuleResolver},
+		certificatesrest.RESTStorageProvider{Authorizer: c.Authorizer, Generic: true},
+		coordinationrest.RESTStorageProvider{},
+		// No bootstrap-roles post-start hook (kube's ~100 default roles and
+		// bindings written into every heaven's first commit): heavens are
+		// authorized by heaven-server, not by their own RBAC, yet.
+		rbacrest.RESTStorageProvider{Authorizer: c.Authorizer},
+		admissionregistrationrest.RESTStorageProvider{Authorizer: c.Authorizer, DiscoveryClient: c.Discovery},
+		eventsrest.RESTStorageProvider{TTL: ttl},
+		appsrest.StorageProvider{},
 	}
 }
 
-// APIGroupInfos returns the REST storage of every built-in resource, ready for
-// GenericAPIServer.InstallLegacyAPIGroup("/api", legacy) and InstallAPIGroups(groups...).
-func APIGroupInfos(optsGetter generic.RESTOptionsGetter) (legacy *genericapiserver.APIGroupInfo, groups []*genericapiserver.APIGroupInfo, err error) {
-	var b builder
-	defer func() {
+// ResourceConfig is which group versions and resources a heaven serves:
+// the generic control plane's defaults, and of apps/v1 only Deployments.
+func ResourceConfig() *serverstorage.ResourceConfig {
+	c := serverstorage.NewResourceConfig()
+	for _, gv := range servedVersions {
+		c.EnableVersions(gv)
+	}
+	for _, r := range []string{"statefulsets", "daemonsets", "replicasets", "controllerrevisions"} {
+		c.DisableResources(appsv1.SchemeGroupVersion.WithResource(r))
+	}
+	return c
+}
+
+// Install builds every built-in group's REST storage over optsGetter and
+// installs it into s, as kube-apiserver's InstallAPIs does.
+func Install(s *genericapiserver.GenericAPIServer, c Config, optsGetter generic.RESTOptionsGetter) error {
+	resources := ResourceConfig()
+	var groups []*genericapiserver.APIGroupInfo
+	for _, p := range c.providers() {
+		info, err := p.NewRESTStorage(resources, optsGetter)
 		if err != nil {
-			b.destroy()
+			destroy(groups)
+			return fmt.Errorf("API group %q: %w", p.GroupName(), err)
 		}
-	}()
-	namespaces, namespaceStatus, namespaceFinalize, err := namespace.NewREST(optsGetter)
-	if err != nil {
-		return nil, nil, err
+		if len(info.VersionedResourcesStorageMap) == 0 {
+			continue
+		}
+		if p.GroupName() == "" {
+			if err := s.InstallLegacyAPIGroup(genericapiserver.DefaultLegacyAPIPrefix, &info); err != nil {
+				destroy(append(groups, &info))
+				return fmt.Errorf("core API: %w", err)
+			}
+			// The generic server keeps the group infos (to destroy their
+			// storage) and with them the OpenAPI models it built, which
+			// nothing reads once the group is installed.
+			info.StaticOpenAPISpec = nil
+			continue
+		}
+		groups = append(groups, &info)
 	}
-	b.add(namespaces)
-	deployments, err := deployment.NewREST(optsGetter)
-	if err != nil {
-		return nil, nil, err
+	if err := s.InstallAPIGroups(groups...); err != nil {
+		destroy(groups)
+		return fmt.Errorf("API groups: %w", err)
 	}
-	b.add(deployments.Deployment)
-	core := map[string]rest.Storage{
-		"namespaces":          namespaces,
-		"namespaces/status":   namespaceStatus,
-		"namespaces/finalize": namespaceFinalize,
-		"configmaps":          b.build(func() (rest.Storage, error) { return configmap.NewREST(optsGetter) }),
-		"secrets":             b.build(func() (rest.Storage, error) { return secret.NewREST(optsGetter) }),
-		"serviceaccounts":     b.build(func() (rest.Storage, error) { return serviceaccount.NewREST(optsGetter) }),
-		"events":              b.build(func() (rest.Storage, error) { return event.NewREST(optsGetter) }),
+	for _, g := range groups {
+		g.StaticOpenAPISpec = nil
 	}
-	apps := map[string]rest.Storage{
-		"deployments":        deployments.Deployment,
-		"deployments/status": deployments.Status,
-		"deployments/scale":  deployments.Scale,
-	}
-	events := map[string]rest.Storage{
-		"events": b.build(func() (rest.Storage, error) { return eventsv1registry.NewREST(optsGetter) }),
-	}
-	coordination := map[string]rest.Storage{
-		"leases": b.build(func() (rest.Storage, error) { return lease.NewREST(optsGetter) }),
-	}
-	if b.err != nil {
-		return nil, nil, b.err
-	}
-	groups = []*genericapiserver.APIGroupInfo{
-		groupInfo(appsv1.SchemeGroupVersion, apps),
-		groupInfo(eventsv1.SchemeGroupVersion, events),
-		groupInfo(coordinationv1.SchemeGroupVersion, coordination),
-	}
-	return groupInfo(corev1.SchemeGroupVersion, core), groups, nil
+	return nil
 }
 
-// builder keeps the first error of a run of NewREST calls and what they built,
-// so a failure part-way releases the storage already opened.
-type builder struct {
-	built []rest.Storage
-	err   error
-}
-
-func (b *builder) add(s rest.Storage) { b.built = append(b.built, s) }
-
-func (b *builder) build(newREST func() (rest.Storage, error)) rest.Storage {
-	if b.err != nil {
-		return nil
-	}
-	s, err := newREST()
-	if err != nil {
-		b.err = err
-		return nil
-	}
-	b.add(s)
-	return s
-}
-
-func (b *builder) destroy() {
-	for _, s := range b.built {
-		s.Destroy()
+// destroy releases the storage of groups built but not installed.
+func destroy(groups []*genericapiserver.APIGroupInfo) {
+	for _, g := range groups {
+		for _, stores := range g.VersionedResourcesStorageMap {
+			for _, store := range stores {
+				store.Destroy()
+			}
+		}
 	}
 }
 
-func groupInfo(gv schema.GroupVersion, storage map[string]rest.Storage) *genericapiserver.APIGroupInfo {
-	info := genericapiserver.NewDefaultAPIGroupInfo(gv.Group, scheme.Scheme, scheme.ParameterCodec, scheme.Codecs)
-	info.VersionedResourcesStorageMap[gv.Version] = storage
-	return &info
+// servedVersions are the group versions a heaven serves: the stable ones of
+// the generic control plane
+// (k8s.io/kubernetes/pkg/controlplane.DefaultGenericAPIResourceConfigSource)
+// but flow control, and apps/v1.
+var servedVersions = []schema.GroupVersion{
+	{Version: "v1"},
+	{Group: "admissionregistration.k8s.io", Version: "v1"},
+	{Group: "authentication.k8s.io", Version: "v1"},
+	{Group: "authorization.k8s.io", Version: "v1"},
+	{Group: "certificates.k8s.io", Version: "v1"},
+	{Group: "coordination.k8s.io", Version: "v1"},
+	{Group: "events.k8s.io", Version: "v1"},
+	{Group: "rbac.authorization.k8s.io", Version: "v1"},
+	appsv1.SchemeGroupVersion,
 }

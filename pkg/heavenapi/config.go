@@ -18,10 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
-	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/apiserver/pkg/admission"
-	"k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 	"k8s.io/apiserver/pkg/endpoints/request"
@@ -33,13 +29,12 @@ import (
 	"k8s.io/component-base/compatibility"
 
 	builtin "github.com/heaven-dev/heaven/pkg/builtin"
-	builtinscheme "github.com/heaven-dev/heaven/pkg/builtin/scheme"
 	"github.com/heaven-dev/heaven/pkg/heavenapi/storage"
 	"github.com/heaven-dev/heaven/pkg/memnet"
 )
 
 // KubernetesVersion is the version every heaven reports and emulates.
-const KubernetesVersion = "1.37"
+const KubernetesVersion = builtin.KubernetesVersion
 
 // Config is what a heaven's API server is made of.
 type Config struct {
@@ -76,7 +71,9 @@ func (c *Config) genericConfig() (*genericapiserver.RecommendedConfig, kubernete
 	gc.ExternalAddress = c.ExternalAddress
 	gc.LoopbackClientConfig = c.Loopback
 	gc.Authentication.Authenticator = userFromContext
-	gc.Authorization.Authorizer = authorizerfactory.NewAlwaysAllowAuthorizer()
+	allow := authorizerfactory.NewAlwaysAllowAuthorizer()
+	gc.Authorization.Authorizer = allow
+	gc.RuleResolver = allow
 	gc.EnableMetrics = false // heaven-server serves /metrics once, with a heaven label
 	gc.EnableProfiling = false
 	gc.RESTOptionsGetter = &storage.Getter{Heaven: c.Name, Clients: c.Clients, Codec: typedCodec, Ephemeral: c.Ephemeral}
@@ -93,48 +90,30 @@ func (c *Config) genericConfig() (*genericapiserver.RecommendedConfig, kubernete
 	}
 	gc.ClientConfig = c.Loopback
 	gc.SharedInformerFactory = informers.NewSharedInformerFactory(kube, 0)
-	nsLifecycle, err := lifecycle.NewLifecycle(sets.New("default", "kube-system", "kube-public"))
-	if err != nil {
-		return nil, nil, err
+	if err := applyAdmission(gc, kube); err != nil {
+		return nil, nil, fmt.Errorf("admission: %w", err)
 	}
-	nsLifecycle.SetExternalKubeClientSet(kube)
-	nsLifecycle.SetExternalKubeInformerFactory(gc.SharedInformerFactory)
-	if err := nsLifecycle.ValidateInitialization(); err != nil {
-		return nil, nil, err
-	}
-	gc.AdmissionControl = admission.NewChainHandler(nsLifecycle)
 	return gc, kube, nil
 }
 
 // typedCodec is the storage codec of the CRD type and of the built-in types:
 // JSON of the storage version (the git store indents it for people).
-func typedCodec(gr schema.GroupResource) (runtime.Codec, runtime.GroupVersioner, error) {
+func typedCodec(gr schema.GroupResource, example runtime.Object) (runtime.Codec, runtime.GroupVersioner, error) {
 	if gr.Group == apiextensionsv1.GroupName {
-		return storageCodec(apiextensionsapiserver.Codecs, apiextensionsv1.SchemeGroupVersion,
-			schema.GroupVersion{Group: apiextensionsinternal.GroupName, Version: runtime.APIVersionInternal})
+		return serverstorage.NewStorageCodec(serverstorage.StorageCodecConfig{
+			StorageMediaType:  runtime.ContentTypeJSON,
+			StorageSerializer: apiextensionsapiserver.Codecs,
+			StorageVersion:    apiextensionsv1.SchemeGroupVersion,
+			MemoryVersion:     schema.GroupVersion{Group: apiextensionsinternal.GroupName, Version: runtime.APIVersionInternal},
+		})
 	}
-	for _, r := range builtin.Resources() {
-		if r.GroupResource == gr {
-			return storageCodec(builtinscheme.Codecs, r.StorageVersion,
-				schema.GroupVersion{Group: gr.Group, Version: runtime.APIVersionInternal})
-		}
-	}
-	return nil, nil, fmt.Errorf("no built-in type serves %s", gr)
-}
-
-func storageCodec(codecs serializer.CodecFactory, storage, memory schema.GroupVersion) (runtime.Codec, runtime.GroupVersioner, error) {
-	return serverstorage.NewStorageCodec(serverstorage.StorageCodecConfig{
-		StorageMediaType:  runtime.ContentTypeJSON,
-		StorageSerializer: codecs,
-		StorageVersion:    storage,
-		MemoryVersion:     memory,
-	})
+	return builtin.StorageCodec(gr, example)
 }
 
 // unstructuredCodec is the storage codec of custom resources, as
 // apiextensions-apiserver's own options build it: JSON in, JSON out; the CRD
 // handler wraps it with conversion to the storage version.
-func unstructuredCodec(schema.GroupResource) (runtime.Codec, runtime.GroupVersioner, error) {
+func unstructuredCodec(schema.GroupResource, runtime.Object) (runtime.Codec, runtime.GroupVersioner, error) {
 	return runtime.NewCodec(unstructured.UnstructuredJSONScheme, unstructured.UnstructuredJSONScheme), nil, nil
 }
 

@@ -2,14 +2,12 @@ package heavenapi
 
 import (
 	"fmt"
-	"reflect"
 	"slices"
 	"strings"
 	"sync"
 
 	restful "github.com/emicklei/go-restful/v3"
 	apiextensionsapiserver "k8s.io/apiextensions-apiserver/pkg/apiserver"
-	apiextensionsopenapi "k8s.io/apiextensions-apiserver/pkg/generated/openapi"
 	"k8s.io/apimachinery/pkg/runtime"
 	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
 	genericapiserver "k8s.io/apiserver/pkg/server"
@@ -22,8 +20,8 @@ import (
 	"k8s.io/kube-openapi/pkg/spec3"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
-	builtinscheme "github.com/heaven-dev/heaven/pkg/builtin/scheme"
-	builtinopenapi "github.com/heaven-dev/heaven/pkg/generated/openapi"
+	"k8s.io/kubernetes/pkg/api/legacyscheme"
+	kubeopenapi "k8s.io/kubernetes/pkg/generated/openapi"
 )
 
 // getDefinitions returns the OpenAPI definitions of every type a heaven
@@ -36,14 +34,10 @@ func getDefinitions(ref common.ReferenceCallback) map[string]common.OpenAPIDefin
 	return newDefinitions(ref)
 }
 
+// newDefinitions are kube-apiserver's: every built-in type and the
+// apiextensions API.
 func newDefinitions(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
-	defs := builtinopenapi.GetOpenAPIDefinitions(ref)
-	for name, def := range apiextensionsopenapi.GetOpenAPIDefinitions(ref) {
-		if _, ok := defs[name]; !ok {
-			defs[name] = def
-		}
-	}
-	return defs
+	return kubeopenapi.GetOpenAPIDefinitions(ref)
 }
 
 // Every heaven builds OpenAPI v3 models of its built-in types when it
@@ -91,17 +85,9 @@ var definitionNamer = sync.OnceValue(func() *openapinamer.DefinitionNamer {
 })
 
 // namerSchemes are the schemes whose kinds the definitions stand for
-// (x-kubernetes-group-version-kind), without the built-in scheme's internal
-// versions (the same Go types): as in kube-apiserver, no document lists a
-// kind at version __internal.
+// (x-kubernetes-group-version-kind), as in kube-apiserver.
 func namerSchemes() []*runtime.Scheme {
-	external := runtime.NewScheme()
-	for gvk, t := range builtinscheme.Scheme.AllKnownTypes() {
-		if gvk.Version != runtime.APIVersionInternal {
-			external.AddKnownTypeWithName(gvk, reflect.New(t).Interface().(runtime.Object))
-		}
-	}
-	return []*runtime.Scheme{apiextensionsapiserver.Scheme, external}
+	return []*runtime.Scheme{legacyscheme.Scheme, apiextensionsapiserver.Scheme}
 }
 
 // v3Namer is the namer's GetDefinitionName with the definition's own

@@ -38,7 +38,6 @@ import (
 	"k8s.io/kube-openapi/pkg/common"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
-	builtin "github.com/heaven-dev/heaven/pkg/builtin"
 	"github.com/heaven-dev/heaven/pkg/gitstore"
 	"github.com/heaven-dev/heaven/pkg/gitstore/etcdv3"
 	"github.com/heaven-dev/heaven/pkg/heavenapi/storage"
@@ -194,48 +193,10 @@ func TestOpenAPIMatchesUpstream(t *testing.T) {
 	})
 }
 
-// newTestHeaven is New up to the installation of the OpenAPI documents, in
-// the same steps (keep them in step), returning the generic server.
+// newTestHeaven builds a heaven's generic server as New does.
 func newTestHeaven(c Config) (*genericapiserver.GenericAPIServer, error) {
-	gc, _, err := c.genericConfig()
-	if err != nil {
-		return nil, err
-	}
-	ac := &apiextensionsapiserver.Config{
-		GenericConfig: gc,
-		ExtraConfig: apiextensionsapiserver.ExtraConfig{
-			CRDRESTOptionsGetter: &storage.Getter{Heaven: c.Name, Clients: c.Clients, Codec: unstructuredCodec, Ephemeral: c.Ephemeral},
-			MasterCount:          1,
-		},
-	}
-	completed := ac.Complete()
-	completed.GenericConfig.EnableDiscovery = true
-	completed.GenericConfig.SecureServing = &genericapiserver.SecureServingInfo{Listener: idleListener(c.ExternalAddress)}
-	crds, err := completed.New(genericapiserver.NewEmptyDelegate())
-	if err != nil {
-		return nil, err
-	}
-	s := crds.GenericAPIServer
-	legacy, groups, err := builtin.APIGroupInfos(gc.RESTOptionsGetter)
-	if err == nil {
-		err = s.InstallLegacyAPIGroup(genericapiserver.DefaultLegacyAPIPrefix, legacy)
-	}
-	if err == nil {
-		err = s.InstallAPIGroups(groups...)
-	}
-	if err == nil {
-		legacy.StaticOpenAPISpec = nil
-		for _, g := range groups {
-			g.StaticOpenAPISpec = nil
-		}
-		s.PrepareRun()
-		err = installOpenAPI(s, gc.OpenAPIConfig, gc.OpenAPIV3Config)
-	}
-	if err != nil {
-		s.Destroy()
-		return nil, err
-	}
-	return s, nil
+	s, _, _, err := c.build()
+	return s, err
 }
 
 func testConfig(name string, clients storage.Clients) Config {

@@ -15,10 +15,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
 	builtin "github.com/heaven-dev/heaven/pkg/builtin"
 	"github.com/heaven-dev/heaven/pkg/controllers/namespacedeletion"
+	"github.com/heaven-dev/heaven/pkg/controllers/resourcequota"
 	"github.com/heaven-dev/heaven/pkg/heavenapi/storage"
 )
 
@@ -43,62 +45,11 @@ type Server struct {
 
 // New builds the heaven's API server; Start runs it.
 func New(c Config) (*Server, error) {
-	gc, kube, err := c.genericConfig()
-	if err != nil {
-		return nil, err
-	}
-	ac := &apiextensionsapiserver.Config{
-		GenericConfig: gc,
-		ExtraConfig: apiextensionsapiserver.ExtraConfig{
-			CRDRESTOptionsGetter: &storage.Getter{Heaven: c.Name, Clients: c.Clients, Codec: unstructuredCodec, Ephemeral: c.Ephemeral},
-			MasterCount:          1,
-		},
-	}
-	completed := ac.Complete()
-	// apiextensions turns discovery off because kube-apiserver's aggregator
-	// serves /apis; here the same server serves the built-in groups and
-	// must answer /apis itself (its aggregated discovery includes CRDs).
-	completed.GenericConfig.EnableDiscovery = true
-	completed.GenericConfig.SecureServing = &genericapiserver.SecureServingInfo{Listener: idleListener(c.ExternalAddress)}
-
-	crds, err := completed.New(genericapiserver.NewEmptyDelegate())
+	loopback := c.sharedLoopback()
+	c.Loopback = loopback.config
+	s, run, kube, err := c.build()
 	if err != nil {
 		return nil, fmt.Errorf("heaven %s: %w", c.Name, err)
-	}
-	s := crds.GenericAPIServer
-	legacy, groups, err := builtin.APIGroupInfos(gc.RESTOptionsGetter)
-	if err != nil {
-		s.Destroy()
-		return nil, fmt.Errorf("heaven %s: built-in types: %w", c.Name, err)
-	}
-	if err := s.InstallLegacyAPIGroup(genericapiserver.DefaultLegacyAPIPrefix, legacy); err != nil {
-		s.Destroy()
-		return nil, fmt.Errorf("heaven %s: core API: %w", c.Name, err)
-	}
-	if err := s.InstallAPIGroups(groups...); err != nil {
-		s.Destroy()
-		return nil, fmt.Errorf("heaven %s: built-in groups: %w", c.Name, err)
-	}
-	// The generic server keeps the group infos (to destroy their storage)
-	// and with them the OpenAPI models it built for them, about 0.5 MiB,
-	// which nothing reads once the groups are installed.
-	legacy.StaticOpenAPISpec = nil
-	for _, g := range groups {
-		g.StaticOpenAPISpec = nil
-	}
-	s.AddPostStartHookOrDie("heaven-namespace-deletion", func(hc genericapiserver.PostStartHookContext) error {
-		// The namespace informer is the one admission uses: one watch less.
-		ctrl, err := namespacedeletion.New(hc.LoopbackClientConfig, gc.SharedInformerFactory)
-		if err != nil {
-			return err
-		}
-		go ctrl.Run(hc.Context, 1)
-		return nil
-	})
-	prepared := s.PrepareRun()
-	if err := installOpenAPI(s, gc.OpenAPIConfig, gc.OpenAPIV3Config); err != nil {
-		s.Destroy()
-		return nil, fmt.Errorf("heaven %s: OpenAPI: %w", c.Name, err)
 	}
 	srv := &Server{
 		name:    c.Name,
@@ -108,7 +59,10 @@ func New(c Config) (*Server, error) {
 		ready:   make(chan struct{}),
 		failed:  make(chan struct{}),
 	}
-	srv.run = func(ctx context.Context) error { return prepared.RunWithContext(ctx) }
+	srv.run = func(ctx context.Context) error {
+		defer loopback.closeIdleConnections()
+		return run(ctx)
+	}
 	srv.signals = s.MuxAndDiscoveryCompleteSignals
 	return srv, nil
 }
@@ -252,3 +206,87 @@ func (s *Server) waitStartHooks(ctx context.Context) {
 }
 
 const startHooksTimeout = 10 * time.Second
+
+// build assembles the generic server: CRDs (apiextensions-apiserver), the
+// built-in groups, the heaven's controllers as post-start hooks, and the
+// shared OpenAPI documents.
+// run runs the prepared server until its context ends.
+func (c Config) build() (s *genericapiserver.GenericAPIServer, run func(context.Context) error, kube kubernetes.Interface, err error) {
+	gc, kube, err := c.genericConfig()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ac := &apiextensionsapiserver.Config{
+		GenericConfig: gc,
+		ExtraConfig: apiextensionsapiserver.ExtraConfig{
+			CRDRESTOptionsGetter: &storage.Getter{Heaven: c.Name, Clients: c.Clients, Codec: unstructuredCodec, Ephemeral: c.Ephemeral},
+			MasterCount:          1,
+		},
+	}
+	completed := ac.Complete()
+	// apiextensions turns discovery off because kube-apiserver's aggregator
+	// serves /apis; here the same server serves the built-in groups and
+	// must answer /apis itself (its aggregated discovery includes CRDs).
+	completed.GenericConfig.EnableDiscovery = true
+	completed.GenericConfig.SecureServing = &genericapiserver.SecureServingInfo{Listener: idleListener(c.ExternalAddress)}
+
+	crds, err := completed.New(genericapiserver.NewEmptyDelegate())
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	s = crds.GenericAPIServer
+	err = builtin.Install(s, builtin.Config{
+		Authorizer:    gc.Authorization.Authorizer,
+		RuleResolver:  gc.RuleResolver,
+		Authenticator: gc.Authentication.Authenticator,
+		Discovery:     kube.Discovery(),
+	}, gc.RESTOptionsGetter)
+	if err != nil {
+		s.Destroy()
+		return nil, nil, nil, fmt.Errorf("built-in types: %w", err)
+	}
+	s.AddPostStartHookOrDie("heaven-namespace-deletion", func(hc genericapiserver.PostStartHookContext) error {
+		// The namespace informer is the one admission uses: one watch less.
+		ctrl, err := namespacedeletion.New(hc.LoopbackClientConfig, gc.SharedInformerFactory)
+		if err != nil {
+			return err
+		}
+		go ctrl.Run(hc.Context, 1)
+		return nil
+	})
+	s.AddPostStartHookOrDie("heaven-resource-quota", func(hc genericapiserver.PostStartHookContext) error {
+		// Admission's ResourceQuota informer tells when the first quota comes.
+		return resourcequota.Run(hc.Context, hc.LoopbackClientConfig, gc.SharedInformerFactory.Core().V1().ResourceQuotas())
+	})
+	prepared := s.PrepareRun()
+	if err := installOpenAPI(s, gc.OpenAPIConfig, gc.OpenAPIV3Config); err != nil {
+		s.Destroy()
+		return nil, nil, nil, fmt.Errorf("OpenAPI: %w", err)
+	}
+	return s, prepared.RunWithContext, kube, nil
+}
+
+// loopback is the heaven's in-process client configuration with one
+// transport for all its clients (admission, informers, the heaven's
+// controllers): client-go would build a transport per client for a config
+// that dials, and their idle connections would outlive the heaven.
+type loopback struct {
+	config    *rest.Config
+	transport *http.Transport
+}
+
+func (c Config) sharedLoopback() loopback {
+	cfg := rest.CopyConfig(c.Loopback)
+	if cfg.Dial == nil {
+		return loopback{config: cfg} // client-go caches its transports
+	}
+	t := &http.Transport{DialContext: cfg.Dial, MaxIdleConnsPerHost: 8, IdleConnTimeout: 90 * time.Second}
+	cfg.Dial, cfg.Transport = nil, t
+	return loopback{config: cfg, transport: t}
+}
+
+func (l loopback) closeIdleConnections() {
+	if l.transport != nil {
+		l.transport.CloseIdleConnections()
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,49 +28,30 @@ import (
 
 // ObjectFiles reads files of heaven branches as objects of the built-in
 // types every heaven serves (custom resources are checked for shape only).
-func ObjectFiles() *objectfile.Reader {
+func ObjectFiles() (*objectfile.Reader, error) {
 	types := map[schema.GroupResource]objectfile.Type{
 		{Group: apiextensionsv1.GroupName, Resource: "customresourcedefinitions"}: {Kind: "CustomResourceDefinition",
-			Decode: decodeInto(func() any { return &apiextensionsv1.CustomResourceDefinition{} })},
+			Decode: decodeInto(func() (any, error) { return &apiextensionsv1.CustomResourceDefinition{}, nil })},
 	}
 	for _, r := range builtin.Resources() {
-		types[r.GroupResource] = objectfile.Type{Kind: builtinKinds[r.GroupResource], Namespaced: r.Namespaced,
-			Decode: decodeInto(builtinObjects[r.GroupResource])}
+		types[r.GroupResource] = objectfile.Type{Kind: r.Kind, Namespaced: r.Namespaced,
+			Decode: decodeInto(func() (any, error) { return builtin.NewStored(r) })}
+		if _, err := builtin.NewStored(r); err != nil {
+			return nil, err
+		}
 	}
-	return &objectfile.Reader{Types: types}
+	return &objectfile.Reader{Types: types}, nil
 }
-
-// builtinKinds and builtinObjects name the kind and Go type of each
-// built-in resource (pkg/builtin.Resources).
-var (
-	builtinKinds = map[schema.GroupResource]string{
-		{Resource: "namespaces"}:                           "Namespace",
-		{Resource: "configmaps"}:                           "ConfigMap",
-		{Resource: "secrets"}:                              "Secret",
-		{Resource: "serviceaccounts"}:                      "ServiceAccount",
-		{Resource: "events"}:                               "Event",
-		{Group: "events.k8s.io", Resource: "events"}:       "Event",
-		{Group: "coordination.k8s.io", Resource: "leases"}: "Lease",
-		{Group: appsv1.GroupName, Resource: "deployments"}: "Deployment",
-	}
-	builtinObjects = map[schema.GroupResource]func() any{
-		{Resource: "namespaces"}:                           func() any { return &corev1.Namespace{} },
-		{Resource: "configmaps"}:                           func() any { return &corev1.ConfigMap{} },
-		{Resource: "secrets"}:                              func() any { return &corev1.Secret{} },
-		{Resource: "serviceaccounts"}:                      func() any { return &corev1.ServiceAccount{} },
-		{Resource: "events"}:                               func() any { return &corev1.Event{} },
-		{Group: appsv1.GroupName, Resource: "deployments"}: func() any { return &appsv1.Deployment{} },
-	}
-)
 
 // decodeInto decodes into a new object of the type (nil: no check), with
 // the JSON decoding the API server's storage uses.
-func decodeInto(newObject func() any) func([]byte) error {
-	if newObject == nil {
-		return nil
-	}
+func decodeInto(newObject func() (any, error)) func([]byte) error {
 	return func(data []byte) error {
-		return kjson.UnmarshalCaseSensitivePreserveInts(data, newObject())
+		obj, err := newObject()
+		if err != nil {
+			return err
+		}
+		return kjson.UnmarshalCaseSensitivePreserveInts(data, obj)
 	}
 }
 

@@ -119,7 +119,10 @@ func (c CompletedConfig) New() (_ *Server, err error) {
 		return nil, err
 	}
 	if c.Storage == StorageGit {
-		s.objectFiles, s.outside = ObjectFiles(), newOutsideFiles(s.metrics)
+		if s.objectFiles, err = ObjectFiles(); err != nil {
+			return nil, fmt.Errorf("built-in types: %w", err)
+		}
+		s.outside = newOutsideFiles(s.metrics)
 		s.outside.event = s.emitProblemEvent
 		s.outside.changed = func(heaven string) {
 			if ctrl := s.heavenCtrl.Load(); ctrl != nil {

@@ -43,7 +43,7 @@ type Clients struct {
 
 // CodecFunc returns the storage codec of a resource and the versioner that
 // names the version it is stored in.
-type CodecFunc func(gr schema.GroupResource) (runtime.Codec, runtime.GroupVersioner, error)
+type CodecFunc func(gr schema.GroupResource, example runtime.Object) (runtime.Codec, runtime.GroupVersioner, error)
 
 // Getter is one heaven's generic.RESTOptionsGetter.
 type Getter struct {
@@ -58,8 +58,8 @@ var _ generic.RESTOptionsGetter = (*Getter)(nil)
 // GetRESTOptions places resource group/resource of the heaven at key
 // "<prefix>/<group or core>/<resource>/", so that on the git branch an object
 // is the file "<group or core>/<resource>/<namespace>/<name>.json".
-func (g *Getter) GetRESTOptions(gr schema.GroupResource, _ runtime.Object) (generic.RESTOptions, error) {
-	codec, versioner, err := g.Codec(gr)
+func (g *Getter) GetRESTOptions(gr schema.GroupResource, example runtime.Object) (generic.RESTOptions, error) {
+	codec, versioner, err := g.Codec(gr, example)
 	if err != nil {
 		return generic.RESTOptions{}, fmt.Errorf("storage codec of %s: %w", gr, err)
 	}
