@@ -1,10 +1,18 @@
 package heavenapi
 
 import (
+	"bytes"
+	"crypto/sha512"
+	"encoding/json"
 	"fmt"
+	"maps"
+	"net/http"
+	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	restful "github.com/emicklei/go-restful/v3"
 	apiextensionsapiserver "k8s.io/apiextensions-apiserver/pkg/apiserver"
@@ -130,9 +138,65 @@ func openAPIV3Config() *common.OpenAPIV3Config {
 // Nothing modifies them once built (apiextensions merges CRD documents into
 // copies), and they share nothing with other builds (getDefinitions).
 type staticOpenAPI struct {
-	v2 *spec.Swagger
-	v3 map[string]*spec3.OpenAPI
+	v2        *spec.Swagger
+	v3        map[string]*spec3.OpenAPI
+	v3Service *handler3.OpenAPIService // serves v3
 }
+
+// openAPIV3Handler serves /openapi/v3 of one heaven: the shared documents
+// of the built-in groups and the heaven's own of its CRDs, in one
+// discovery document.
+type openAPIV3Handler struct {
+	shared       *handler3.OpenAPIService
+	sharedGroups map[string]*spec3.OpenAPI
+	own          *handler3.OpenAPIService
+}
+
+func (h *openAPIV3Handler) groupVersion(w http.ResponseWriter, r *http.Request) {
+	if _, ok := h.sharedGroups[strings.TrimPrefix(r.URL.Path, "/openapi/v3/")]; ok {
+		h.shared.HandleGroupVersion(w, r)
+		return
+	}
+	h.own.HandleGroupVersion(w, r)
+}
+
+func (h *openAPIV3Handler) discovery(w http.ResponseWriter, r *http.Request) {
+	merged := handler3.OpenAPIV3Discovery{Paths: map[string]handler3.OpenAPIV3DiscoveryGroupVersion{}}
+	for _, s := range []*handler3.OpenAPIService{h.shared, h.own} {
+		var c capture
+		s.HandleDiscovery(&c, &http.Request{Method: http.MethodGet, URL: &url.URL{Path: "/openapi/v3"}, Header: http.Header{}})
+		var d handler3.OpenAPIV3Discovery
+		if err := json.Unmarshal(c.body.Bytes(), &d); c.code != 0 && c.code != http.StatusOK || err != nil {
+			http.Error(w, "OpenAPI v3 discovery failed", http.StatusInternalServerError)
+			return
+		}
+		maps.Copy(merged.Paths, d.Paths)
+	}
+	data, err := json.Marshal(merged)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Etag", strconv.Quote(fmt.Sprintf("%X", sha512.Sum512(data))))
+	w.Header().Set("Content-Type", "application/json")
+	http.ServeContent(w, r, "/openapi/v3", time.Time{}, bytes.NewReader(data))
+}
+
+// capture is a ResponseWriter that keeps what is written.
+type capture struct {
+	header http.Header
+	code   int
+	body   bytes.Buffer
+}
+
+func (c *capture) Header() http.Header {
+	if c.header == nil {
+		c.header = http.Header{}
+	}
+	return c.header
+}
+func (c *capture) WriteHeader(code int)        { c.code = code }
+func (c *capture) Write(p []byte) (int, error) { return c.body.Write(p) }
 
 var staticOpenAPIs struct {
 	sync.Mutex
@@ -179,15 +243,15 @@ func installOpenAPI(s *genericapiserver.GenericAPIServer, v2 *common.Config, v3 
 	mux := s.Handler.NonGoRestfulMux
 	v2Service := handler.NewOpenAPIService(docs.v2)
 	v2Service.RegisterOpenAPIVersionedService("/openapi/v2", mux)
-	v3Service := handler3.NewOpenAPIService()
-	if err := v3Service.RegisterOpenAPIV3VersionedService("/openapi/v3", mux); err != nil {
-		return err
-	}
-	for gv, doc := range docs.v3 {
-		v3Service.UpdateGroupVersion(gv, doc)
-	}
+	// The built-in groups' v3 documents are served by one service for
+	// every heaven (it keeps each document's JSON, megabytes in all); the
+	// heaven's own service holds its CRDs' groups.
+	own := handler3.NewOpenAPIService()
+	v3Handler := &openAPIV3Handler{shared: docs.v3Service, sharedGroups: docs.v3, own: own}
+	mux.Handle("/openapi/v3", http.HandlerFunc(v3Handler.discovery))
+	mux.HandlePrefix("/openapi/v3/", http.HandlerFunc(v3Handler.groupVersion))
 	s.OpenAPIVersionedService, s.StaticOpenAPISpec = v2Service, docs.v2
-	s.OpenAPIV3VersionedService = v3Service
+	s.OpenAPIV3VersionedService = own
 	return nil
 }
 
@@ -209,6 +273,10 @@ func buildStaticOpenAPI(c *restful.Container, v2 *common.Config, v3 *common.Open
 		}
 		keepOwnGVKs(doc, gv)
 		docs.v3[gv] = doc
+	}
+	docs.v3Service = handler3.NewOpenAPIService()
+	for gv, doc := range docs.v3 {
+		docs.v3Service.UpdateGroupVersion(gv, doc)
 	}
 	return docs, nil
 }

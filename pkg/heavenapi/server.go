@@ -280,7 +280,9 @@ func (c Config) sharedLoopback() loopback {
 	if cfg.Dial == nil {
 		return loopback{config: cfg} // client-go caches its transports
 	}
-	t := &http.Transport{DialContext: cfg.Dial, MaxIdleConnsPerHost: 8, IdleConnTimeout: 90 * time.Second}
+	// In-process: compression would only cost CPU and a decompressor per
+	// watch.
+	t := &http.Transport{DialContext: cfg.Dial, MaxIdleConnsPerHost: 8, IdleConnTimeout: 90 * time.Second, DisableCompression: true}
 	cfg.Dial, cfg.Transport = nil, t
 	return loopback{config: cfg, transport: t}
 }
