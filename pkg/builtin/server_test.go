@@ -20,7 +20,9 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
-	"github.com/heaven-dev/heaven/pkg/controllers/namespacedeletion"
+	kubeinformers "k8s.io/client-go/informers"
+
+	"github.com/heaven-dev/heaven/pkg/controllers/namespace"
 )
 
 // TestServeBuiltinTypes drives the served types with the typed clientset, in
@@ -166,12 +168,11 @@ func testNamespaceDeletion(ctx context.Context, t *testing.T, cfg *rest.Config, 
 	require.NoError(t, err)
 	assert.NotEmpty(t, cms.Items, "content deleted before the controller ran")
 
-	c, err := namespacedeletion.New(cfg, nil)
-	require.NoError(t, err)
 	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); c.Run(runCtx, 2) }()
-	t.Cleanup(func() { cancel(); <-done })
+	informers := kubeinformers.NewSharedInformerFactory(client, 0)
+	t.Cleanup(func() { cancel(); informers.Shutdown() })
+	require.NoError(t, namespace.Run(runCtx, cfg, informers.Core().V1().Namespaces()))
+	informers.Start(runCtx.Done())
 
 	// The controller deletes the held configmap but must wait for its finalizer.
 	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
@@ -192,12 +193,6 @@ func testNamespaceDeletion(ctx context.Context, t *testing.T, cfg *rest.Config, 
 	cms, err = client.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
 	require.NoError(t, err)
 	assert.Empty(t, cms.Items)
-	cancel()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not return after its context was cancelled")
-	}
 }
 
 func newDeployment(name string) *appsv1.Deployment {

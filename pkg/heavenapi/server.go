@@ -19,7 +19,7 @@ import (
 	"k8s.io/klog/v2"
 
 	builtin "github.com/heaven-dev/heaven/pkg/builtin"
-	"github.com/heaven-dev/heaven/pkg/controllers/namespacedeletion"
+	"github.com/heaven-dev/heaven/pkg/controllers/namespace"
 	"github.com/heaven-dev/heaven/pkg/controllers/resourcequota"
 	"github.com/heaven-dev/heaven/pkg/heavenapi/storage"
 )
@@ -245,14 +245,9 @@ func (c Config) build() (s *genericapiserver.GenericAPIServer, run func(context.
 		s.Destroy()
 		return nil, nil, nil, fmt.Errorf("built-in types: %w", err)
 	}
-	s.AddPostStartHookOrDie("heaven-namespace-deletion", func(hc genericapiserver.PostStartHookContext) error {
+	s.AddPostStartHookOrDie("heaven-namespace-controller", func(hc genericapiserver.PostStartHookContext) error {
 		// The namespace informer is the one admission uses: one watch less.
-		ctrl, err := namespacedeletion.New(hc.LoopbackClientConfig, gc.SharedInformerFactory)
-		if err != nil {
-			return err
-		}
-		go ctrl.Run(hc.Context, 1)
-		return nil
+		return namespace.Run(hc.Context, hc.LoopbackClientConfig, gc.SharedInformerFactory.Core().V1().Namespaces())
 	})
 	s.AddPostStartHookOrDie("heaven-resource-quota", func(hc genericapiserver.PostStartHookContext) error {
 		// Admission's ResourceQuota informer tells when the first quota comes.

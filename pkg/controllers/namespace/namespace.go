@@ -1,0 +1,44 @@
+// Package namespace runs Kubernetes' namespace controller
+// (k8s.io/kubernetes/pkg/controller/namespace, as kube-controller-manager
+// runs it) in a heaven: a namespace being deleted loses its content, then
+// its "kubernetes" finalizer, and goes.
+package namespace
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	namespacecontroller "k8s.io/kubernetes/pkg/controller/namespace"
+)
+
+const (
+	// resync is kube-controller-manager's --namespace-sync-period.
+	resync = 5 * time.Minute
+	// workers is fewer than kube-controller-manager's 10: a heaven has
+	// few namespaces, and many heavens share one process.
+	workers = 2
+)
+
+// Run runs the controller over namespaces (the heaven's shared informer)
+// until ctx ends; it returns once the controller is started.
+func Run(ctx context.Context, cfg *rest.Config, namespaces coreinformers.NamespaceInformer) error {
+	cfg = rest.CopyConfig(cfg)
+	cfg.UserAgent = "namespace-controller"
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	meta, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	c := namespacecontroller.NewNamespaceController(ctx, kube, meta, kube.Discovery().ServerPreferredNamespacedResources,
+		namespaces, resync, corev1.FinalizerKubernetes)
+	go c.Run(ctx, workers)
+	return nil
+}
