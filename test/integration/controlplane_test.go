@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -185,4 +187,39 @@ func TestValidatingWebhook(t *testing.T) {
 			}
 		}
 	}, 10*time.Second, tick, "the webhook was asked about allow-me")
+}
+
+// TestOperatorManifest applies, with kubectl, what an operator's install
+// manifest holds (namespace, service account, RBAC, CRD, config and
+// Deployment), applies it again unchanged, and deletes it.
+func TestOperatorManifest(t *testing.T) {
+	ts := framework.StartHeavenServer(t, nil)
+	const h = "operator"
+	manifest, err := os.ReadFile(filepath.Join("testdata", "operator.yaml"))
+	require.NoError(t, err)
+
+	out := ts.Kubectl(t, h, string(manifest), "apply", "-f", "-")
+	for _, created := range []string{
+		"namespace/gadget-system created", "serviceaccount/gadget-operator created",
+		"customresourcedefinition.apiextensions.k8s.io/gadgets.example.com created",
+		"clusterrole.rbac.authorization.k8s.io/gadget-operator created",
+		"clusterrolebinding.rbac.authorization.k8s.io/gadget-operator created",
+		"role.rbac.authorization.k8s.io/gadget-leader-election created",
+		"rolebinding.rbac.authorization.k8s.io/gadget-leader-election created",
+		"configmap/gadget-config created", "deployment.apps/gadget-operator created",
+	} {
+		assert.Contains(t, out, created)
+	}
+	again := ts.Kubectl(t, h, string(manifest), "apply", "-f", "-")
+	assert.Equal(t, 9, strings.Count(again, " unchanged"), again)
+	assert.Equal(t, "gadget-operator", ts.Kubectl(t, h, "", "-n", "gadget-system", "get", "deploy", "gadget-operator",
+		"-o", "jsonpath={.spec.template.spec.serviceAccountName}"))
+
+	ts.Kubectl(t, h, string(manifest), "delete", "-f", "-", "--timeout=60s")
+	out, err = ts.KubectlErr(t, h, "", "get", "clusterrole", "gadget-operator")
+	require.Error(t, err)
+	assert.Contains(t, out, "NotFound")
+	out, err = ts.KubectlErr(t, h, "", "get", "namespace", "gadget-system")
+	require.Error(t, err)
+	assert.Contains(t, out, "NotFound")
 }
