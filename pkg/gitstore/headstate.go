@@ -21,13 +21,15 @@ import (
 // the branch is rebuilt from the recorded head and the ref's commit is
 // picked up as it would have been live, as a merge at the next revision.
 //
-// The record lags behind by up to headStateInterval: a move back past it
-// in that window before a crash is not recognised (the writes of that
-// window are then left out of the branch, as such a move intends), and the
-// revisions of that window are not in git any more. So a record written
-// when the branch closes in order says so ("closed"): the branch reopens
-// at exactly its recorded revision. After a crash it reopens at the
-// revision floor (branchstate.go), above every revision handed out.
+// Each commit is also noted before its writes are acknowledged, without
+// fsync (noteHead): if the process dies, the record names the last commit;
+// only if the machine dies may it lag, by up to headStateInterval. A move
+// back past a lagging record before a crash is not recognised (the writes
+// of that window are then left out of the branch), and the revisions of
+// that window are not in git any more. So a record written when the branch
+// closes in order says so ("closed"): the branch reopens at exactly its
+// recorded revision. After a crash it reopens at the revision floor
+// (branchstate.go), above every revision handed out.
 
 const headState = "head"
 
@@ -67,27 +69,43 @@ func (b *Branch) readHead() (recordedHead, error) {
 // the last record; closed says the branch has stopped (its writer is done).
 // Safe to call from any goroutine.
 func (b *Branch) recordHead(closed bool) error {
-	b.mu.RLock()
-	h := recordedHead{b.head, b.committed, closed}
-	b.mu.RUnlock()
 	b.headMu.Lock()
 	defer b.headMu.Unlock()
+	b.mu.RLock() // under headMu: no older head is written after a newer one
+	h := recordedHead{b.head, b.committed, closed}
+	b.mu.RUnlock()
 	if h.commit.IsZero() || h == b.recorded {
 		return nil
 	}
 	return b.writeHead(h)
 }
 
-func (b *Branch) writeHead(h recordedHead) error {
-	line := fmt.Sprintf("%s %d", h.commit, h.revision)
-	if h.closed {
-		line += " " + closedMark
+// noteHead records a commit of ours, at revision rev, before its writes
+// are acknowledged, without fsync. Called by the writer.
+func (b *Branch) noteHead(commit plumbing.Hash, rev int64) {
+	b.headMu.Lock()
+	defer b.headMu.Unlock()
+	if err := b.git.WriteStateVolatile(b.stateName(headState), headLine(recordedHead{commit: commit, revision: rev})); err != nil {
+		b.log.Error(err, "Noting the branch's head failed; it is recorded every few seconds")
+		return
 	}
-	if err := b.writeStateBytes(headState, []byte(line+"\n")); err != nil {
+	b.recorded = recordedHead{} // not durable: the next recordHead writes
+}
+
+func (b *Branch) writeHead(h recordedHead) error {
+	if err := b.writeStateBytes(headState, headLine(h)); err != nil {
 		return err
 	}
 	b.recorded = h
 	return nil
+}
+
+func headLine(h recordedHead) []byte {
+	line := fmt.Sprintf("%s %d", h.commit, h.revision)
+	if h.closed {
+		line += " " + closedMark
+	}
+	return []byte(line + "\n")
 }
 
 // reopenAt says where revisions go on from when the branch opens: exactly

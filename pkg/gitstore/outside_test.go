@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
 )
@@ -423,6 +424,23 @@ func TestForcePushWhileClosed(t *testing.T) {
 	ok, err := r.IsAncestor(head, b.Head())
 	require.NoError(t, err)
 	require.True(t, ok, "the store's commits stay in the branch's history")
+}
+
+// Every commit is noted before it is acknowledged: a process killed right
+// after a write leaves a record naming that write's commit.
+func TestEveryCommitIsNoted(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "heavens.git")
+	r, err := Open(dir, Options{PollInterval: time.Hour, ReadFile: readObjectFile})
+	require.NoError(t, err)
+	defer r.Close()
+	b, err := r.Branch(context.Background(), "team-a")
+	require.NoError(t, err)
+	for i := range 3 {
+		rev := put(t, b, fmt.Sprintf("/core/cm/default/n%d", i), `{"name":"n"}`)
+		data, err := os.ReadFile(filepath.Join(dir, "heaven", headState, "team-a"))
+		require.NoError(t, err)
+		assert.Equal(t, fmt.Sprintf("%s %d\n", b.Head(), rev), string(data))
+	}
 }
 
 // A crash after a move back that the head record had not caught up with

@@ -400,6 +400,7 @@ func (b *Branch) persist(batch []*writeRequest) error {
 			b.setProblem(stem, nil) // our file replaced the one not served
 		}
 		b.mu.Unlock()
+		b.noteHead(head, b.latest)
 	}
 	// Every revision handed out stays below the recorded floor: git may
 	// not hold it after a restart (leased keys; a branch moved back before

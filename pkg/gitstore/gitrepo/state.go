@@ -21,6 +21,20 @@ func (r *Repo) WriteState(name string, data []byte) error {
 	return writeFileDurable(path, data)
 }
 
+// WriteStateVolatile replaces the state file name atomically, without
+// syncing: what it writes outlives the process (kill -9), not the machine.
+func (r *Repo) WriteStateVolatile(name string, data []byte) error {
+	path := filepath.Join(r.dir, stateDir, filepath.FromSlash(name))
+	if err := mkdirAllDurable(r.dir, filepath.Dir(path)); err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
 // ReadState returns the state file name, or nil when there is none.
 func (r *Repo) ReadState(name string) ([]byte, error) {
 	data, err := os.ReadFile(filepath.Join(r.dir, stateDir, filepath.FromSlash(name)))
