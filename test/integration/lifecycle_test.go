@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -241,4 +243,16 @@ func waitHeavenReady(t *testing.T, ts *framework.HeavenServer, name string) {
 		phase, _, _ := unstructured.NestedString(h.Object, "status", "phase")
 		assert.Equal(c, string(v1alpha1.HeavenPhaseReady), phase, "status.phase")
 	}, 30*time.Second, tick, "Heaven %s Ready", name)
+}
+
+// TestDataIsPrivate: the repository holds Secrets and pki/ the CA's key:
+// both are the server user's alone (0700), whatever the data directory is.
+func TestDataIsPrivate(t *testing.T) {
+	ts := framework.StartHeavenServer(t, nil)
+	ts.Kubectl(t, "private", "", "create", "secret", "generic", "s", "--from-literal=k=v")
+	for _, dir := range []string{ts.RepositoryPath(), filepath.Join(ts.DataDir, "pki")} {
+		fi, err := os.Stat(dir)
+		require.NoError(t, err)
+		assert.Equal(t, os.FileMode(0o700), fi.Mode().Perm(), dir)
+	}
 }
