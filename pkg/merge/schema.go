@@ -101,3 +101,15 @@ func (s *schemaNode) listRule() (ListRule, bool) {
 	}
 	return ListRule{}, false
 }
+
+// SchemaListRules returns the list rules of resource ("<group or
+// core>/<resource>") from an OpenAPI v3 schema of its objects (its JSON,
+// with references resolved): for built-in types, whose schemas come from
+// Kubernetes' OpenAPI definitions rather than a CRD.
+func SchemaListRules(resource string, schemaJSON []byte) ([]ListRule, error) {
+	var s schemaNode
+	if err := json.Unmarshal(schemaJSON, &s); err != nil {
+		return nil, fmt.Errorf("reading the schema of %s: %w", resource, err)
+	}
+	return schemaListRules(resource, &s), nil
+}

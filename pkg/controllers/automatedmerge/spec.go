@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	builtin "github.com/heaven-dev/heaven/pkg/builtin"
+
 	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
 	"github.com/heaven-dev/heaven/pkg/gitstore"
 	"github.com/heaven-dev/heaven/pkg/merge"
@@ -82,7 +84,7 @@ func compile(spec v1alpha1.AutomatedMergeSpec, ephemeral func(resource string) b
 	if err := policy.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("conflictPolicy: %w", err))
 	}
-	p.merger = merge.Merger{Policy: policy}
+	p.merger = merge.Merger{Policy: policy, Lists: builtin.ListRules()}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	builtin "github.com/heaven-dev/heaven/pkg/builtin"
+
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
@@ -79,7 +81,7 @@ func compile(name string, spec *v1alpha1.Remote, validURL func(string) error, ep
 	if err := policy.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("conflictPolicy: %w", err))
 	}
-	p.merger = merge.Merger{Policy: policy}
+	p.merger = merge.Merger{Policy: policy, Lists: builtin.ListRules()}
 	p.include = func(resource string) bool {
 		return resource != "" && (ephemeral == nil || !ephemeral(resource))
 	}
