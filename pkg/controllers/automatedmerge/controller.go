@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/go-git/go-git/v5/plumbing"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
@@ -61,6 +63,19 @@ type Controller struct {
 	// blocked), so that the same attempt is not made, and reported, again.
 	mu       sync.Mutex
 	attempts map[attemptKey]attempt
+	// merged remembers, per AutomatedMerge and source, the last merge
+	// written: a reconcile that starts from a cached object older than the
+	// status reporting it (the informer lags behind our own update) still
+	// reports it, rather than writing the older status back over it.
+	merged map[attemptKey]mergedRecord
+}
+
+// mergedRecord is what status says of a merge written.
+type mergedRecord struct {
+	sourceCommit, targetCommit string
+	revision                   int64
+	time                       metav1.Time
+	objectsChanged             int32
 }
 
 type attemptKey struct{ merge, source string }
@@ -85,6 +100,7 @@ func New(client dynamic.Interface, kube kubernetes.Interface, branches Branches)
 		informer: factory.ForResource(v1alpha1.AutomatedMergesResource).Informer(),
 		branches: branches,
 		attempts: map[attemptKey]attempt{},
+		merged:   map[attemptKey]mergedRecord{},
 	}
 	c.events, c.recorder = reconcileloop.BurstyEvents(kube, ControllerName)
 	c.loop = reconcileloop.New(reconcileloop.Options{
@@ -188,4 +204,29 @@ func (c *Controller) forget(name string) {
 			delete(c.attempts, k)
 		}
 	}
+	for k := range c.merged {
+		if k.merge == name {
+			delete(c.merged, k)
+		}
+	}
+}
+
+// rememberMerged records a merge written for k.
+func (c *Controller) rememberMerged(k attemptKey, st *v1alpha1.SourceMergeStatus) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.merged[k] = mergedRecord{st.SourceCommit, st.TargetCommit, st.Revision, *st.LastMergeTime, st.ObjectsChanged}
+}
+
+// reportMerged puts the last merge written for k into st when st, read
+// from the cache, predates it.
+func (c *Controller) reportMerged(k attemptKey, st *v1alpha1.SourceMergeStatus) {
+	c.mu.Lock()
+	r, ok := c.merged[k]
+	c.mu.Unlock()
+	if !ok || st.Revision >= r.revision {
+		return
+	}
+	st.SourceCommit, st.TargetCommit, st.Revision, st.ObjectsChanged = r.sourceCommit, r.targetCommit, r.revision, r.objectsChanged
+	st.LastMergeTime = r.time.DeepCopy()
 }

@@ -73,6 +73,8 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 func (c *Controller) mergeSource(ctx context.Context, u *unstructured.Unstructured, am *v1alpha1.AutomatedMerge,
 	p *plan, target gitstore.MergeTarget, src string, status *v1alpha1.AutomatedMergeStatus) error {
 	st := sourceStatus(status, src)
+	key := attemptKey{merge: am.Name, source: src}
+	c.reportMerged(key, st)
 	head, err := c.branches.Head(ctx, src)
 	if err != nil {
 		st.Message = err.Error()
@@ -82,7 +84,6 @@ func (c *Controller) mergeSource(ctx context.Context, u *unstructured.Unstructur
 		st.Message = fmt.Sprintf("heaven %s has no commits", src)
 		return nil
 	}
-	key := attemptKey{merge: am.Name, source: src}
 	if c.remembered(key, attempt{generation: am.Generation, source: head, target: target.Head()}) {
 		return nil
 	}
@@ -107,6 +108,9 @@ func (c *Controller) mergeSource(ctx context.Context, u *unstructured.Unstructur
 		c.remember(key, &attempt{generation: am.Generation, source: head, target: out.TargetHead})
 	}
 	c.record(ctx, u, src, p.target, head, out, st, status)
+	if written {
+		c.rememberMerged(key, st)
+	}
 	return nil
 }
 
