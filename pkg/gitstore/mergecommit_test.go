@@ -3,9 +3,9 @@ package gitstore_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
-	"time"
+
+	"github.com/heaven-dev/heaven/pkg/gitstore/gitstoretest"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/stretchr/testify/assert"
@@ -15,95 +15,44 @@ import (
 	"github.com/heaven-dev/heaven/pkg/merge"
 )
 
-const w1 = "/example.com/widgets/default/w1"
-
-func widget(size int, ready string) string {
-	status := ""
-	if ready != "" {
-		status = fmt.Sprintf(`,"status":{"ready":%s}`, ready)
-	}
-	return fmt.Sprintf(`{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w1","namespace":"default"},"spec":{"size":%d}%s}`+"\n", size, status)
-}
-
-// pair is heaven "main" with a widget and its fork "ctrl".
-func pair(t *testing.T) (*gitstore.Repository, *gitstore.Branch, *gitstore.Branch) {
-	t.Helper()
-	repo, err := gitstore.Open(filepath.Join(t.TempDir(), "heavens.git"), gitstore.Options{PollInterval: 20 * time.Millisecond})
-	require.NoError(t, err)
-	t.Cleanup(func() { repo.Close() })
-	ctx := context.Background()
-	main, err := repo.Branch(ctx, "main")
-	require.NoError(t, err)
-	put(t, main, w1, widget(1, ""))
-	put(t, main, "/core/configmaps/default/cm", `{"data":{"a":"1"}}`+"\n")
-	_, _, err = repo.Fork(ctx, "ctrl", "main", 0)
-	require.NoError(t, err)
-	ctrl, err := repo.Branch(ctx, "ctrl")
-	require.NoError(t, err)
-	return repo, main, ctrl
-}
-
-func put(t *testing.T, b *gitstore.Branch, key, value string) {
-	t.Helper()
-	_, err := b.Put(context.Background(), key, []byte(value))
-	require.NoError(t, err)
-}
-
-func value(t *testing.T, b *gitstore.Branch, key string) string {
-	t.Helper()
-	resp, err := b.Range(context.Background(), &gitstore.RangeRequest{Key: key})
-	require.NoError(t, err)
-	if len(resp.KVs) == 0 {
-		return ""
-	}
-	return string(resp.KVs[0].Value)
-}
-
-func mergeInto(t *testing.T, repo *gitstore.Repository, target, source *gitstore.Branch, policy merge.Policy) gitstore.MergeOutcome {
-	t.Helper()
-	out, err := gitstore.MergeCommit(context.Background(), repo, target, source.Head(), gitstore.MergeCommitOptions{Merger: merge.Merger{Policy: policy}, Message: "merge " + source.Name()})
-	require.NoError(t, err)
-	return out
-}
-
 func TestMergeCommitMergesSpecAndStatusBothWays(t *testing.T) {
-	repo, main, ctrl := pair(t)
-	put(t, main, w1, widget(2, ""))     // a user edits spec in main
-	put(t, ctrl, w1, widget(1, "true")) // a controller writes status in ctrl
+	repo, main, ctrl := gitstoretest.Pair(t)
+	gitstoretest.Put(t, main, gitstoretest.W1, gitstoretest.Widget(2, ""))     // a user edits spec in main
+	gitstoretest.Put(t, ctrl, gitstoretest.W1, gitstoretest.Widget(1, "true")) // a controller writes status in ctrl
 
-	out := mergeInto(t, repo, main, ctrl, merge.Policy{})
+	out := gitstoretest.MergeInto(t, repo, main, ctrl, merge.Policy{})
 	require.False(t, out.Written.Commit.IsZero())
 	assert.Equal(t, 1, out.Changes)
 	assert.Empty(t, out.Conflicts)
 	assert.Equal(t, out.Written.Commit, main.Head())
-	assert.JSONEq(t, widget(2, "true"), value(t, main, w1))
+	assert.JSONEq(t, gitstoretest.Widget(2, "true"), gitstoretest.Value(t, main, gitstoretest.W1))
 
-	out = mergeInto(t, repo, ctrl, main, merge.Policy{})
+	out = gitstoretest.MergeInto(t, repo, ctrl, main, merge.Policy{})
 	require.False(t, out.Written.Commit.IsZero())
-	assert.Equal(t, value(t, main, w1), value(t, ctrl, w1), "both converge, byte for byte")
+	assert.Equal(t, gitstoretest.Value(t, main, gitstoretest.W1), gitstoretest.Value(t, ctrl, gitstoretest.W1), "both converge, byte for byte")
 }
 
 // Two merges in opposite directions stop writing once the sides agree:
 // no ping-pong.
 func TestMergePairStopsWhenNothingChanged(t *testing.T) {
-	repo, main, ctrl := pair(t)
-	put(t, main, w1, widget(2, ""))
-	put(t, ctrl, "/core/configmaps/default/cm", `{"data":{"a":"2"}}`+"\n")
+	repo, main, ctrl := gitstoretest.Pair(t)
+	gitstoretest.Put(t, main, gitstoretest.W1, gitstoretest.Widget(2, ""))
+	gitstoretest.Put(t, ctrl, "/core/configmaps/default/cm", `{"data":{"a":"2"}}`+"\n")
 	writes := 0
 	for round := range 4 {
 		for _, dir := range [][2]*gitstore.Branch{{main, ctrl}, {ctrl, main}} {
-			if out := mergeInto(t, repo, dir[0], dir[1], merge.Policy{Default: merge.PreferSource}); !out.Written.Commit.IsZero() {
+			if out := gitstoretest.MergeInto(t, repo, dir[0], dir[1], merge.Policy{Default: merge.PreferSource}); !out.Written.Commit.IsZero() {
 				writes++
 				require.Less(t, round, 2, "still writing in round %d", round)
 			}
 		}
 	}
 	assert.Equal(t, 2, writes, "one merge each way")
-	for _, k := range []string{w1, "/core/configmaps/default/cm"} {
-		assert.Equal(t, value(t, main, k), value(t, ctrl, k), k)
+	for _, k := range []string{gitstoretest.W1, "/core/configmaps/default/cm"} {
+		assert.Equal(t, gitstoretest.Value(t, main, k), gitstoretest.Value(t, ctrl, k), k)
 	}
 	// Each side's head is in the other's history, or their trees agree.
-	out := mergeInto(t, repo, ctrl, main, merge.Policy{})
+	out := gitstoretest.MergeInto(t, repo, ctrl, main, merge.Policy{})
 	assert.True(t, out.UpToDate || out.Changes == 0)
 }
 
@@ -115,23 +64,23 @@ func TestMergeCommitResolvesConflictsByPolicy(t *testing.T) {
 		blocked  bool
 		conflict merge.Resolution
 	}{
-		{"prefer source", merge.Policy{Default: merge.PreferSource}, widget(3, "true"), false, merge.PreferSource},
-		{"prefer target", merge.Policy{Default: merge.PreferTarget}, widget(2, "true"), false, merge.PreferTarget},
+		{"prefer source", merge.Policy{Default: merge.PreferSource}, gitstoretest.Widget(3, "true"), false, merge.PreferSource},
+		{"prefer target", merge.Policy{Default: merge.PreferTarget}, gitstoretest.Widget(2, "true"), false, merge.PreferTarget},
 		{"status from the source, spec from the target",
 			merge.Policy{Default: merge.PreferTarget, Rules: []merge.PathRule{{Path: ".status", Resolution: merge.PreferSource}}},
-			widget(2, "true"), false, merge.PreferTarget},
+			gitstoretest.Widget(2, "true"), false, merge.PreferTarget},
 		{"manual", merge.Policy{Default: merge.Manual}, "", true, merge.Manual},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			repo, main, ctrl := pair(t)
-			put(t, main, w1, widget(2, ""))
-			put(t, ctrl, w1, widget(3, "true"))
-			before, head := value(t, main, w1), main.Head()
+			repo, main, ctrl := gitstoretest.Pair(t)
+			gitstoretest.Put(t, main, gitstoretest.W1, gitstoretest.Widget(2, ""))
+			gitstoretest.Put(t, ctrl, gitstoretest.W1, gitstoretest.Widget(3, "true"))
+			before, head := gitstoretest.Value(t, main, gitstoretest.W1), main.Head()
 
-			out := mergeInto(t, repo, main, ctrl, tc.policy)
+			out := gitstoretest.MergeInto(t, repo, main, ctrl, tc.policy)
 			require.Len(t, out.Conflicts, 1)
 			c := out.Conflicts[0]
-			assert.Equal(t, w1, c.Key)
+			assert.Equal(t, gitstoretest.W1, c.Key)
 			assert.Equal(t, ".spec.size", c.Path)
 			assert.Equal(t, "1", string(c.Base))
 			assert.Equal(t, "2", string(c.Target))
@@ -141,27 +90,27 @@ func TestMergeCommitResolvesConflictsByPolicy(t *testing.T) {
 			if tc.blocked {
 				assert.True(t, out.Written.Commit.IsZero())
 				assert.Equal(t, head, main.Head(), "a manual conflict leaves the target untouched")
-				assert.Equal(t, before, value(t, main, w1))
+				assert.Equal(t, before, gitstoretest.Value(t, main, gitstoretest.W1))
 				return
 			}
-			assert.JSONEq(t, tc.want, value(t, main, w1))
+			assert.JSONEq(t, tc.want, gitstoretest.Value(t, main, gitstoretest.W1))
 		})
 	}
 }
 
 func TestMergeCommitOnlyMergesIncludedResources(t *testing.T) {
-	repo, main, ctrl := pair(t)
-	put(t, ctrl, w1, widget(5, ""))
-	put(t, ctrl, "/core/configmaps/default/cm", `{"data":{"a":"2"}}`+"\n")
-	put(t, ctrl, "/core/configmaps/default/new", `{"data":{}}`+"\n")
+	repo, main, ctrl := gitstoretest.Pair(t)
+	gitstoretest.Put(t, ctrl, gitstoretest.W1, gitstoretest.Widget(5, ""))
+	gitstoretest.Put(t, ctrl, "/core/configmaps/default/cm", `{"data":{"a":"2"}}`+"\n")
+	gitstoretest.Put(t, ctrl, "/core/configmaps/default/new", `{"data":{}}`+"\n")
 	out, err := gitstore.MergeCommit(context.Background(), repo, main, ctrl.Head(), gitstore.MergeCommitOptions{
 		Include: func(r string) bool { return r == "core/configmaps" },
 	})
 	require.NoError(t, err)
 	assert.Equal(t, 2, out.Changes)
-	assert.JSONEq(t, widget(1, ""), value(t, main, w1), "widgets do not merge")
-	assert.JSONEq(t, `{"data":{"a":"2"}}`, value(t, main, "/core/configmaps/default/cm"))
-	assert.JSONEq(t, `{"data":{}}`, value(t, main, "/core/configmaps/default/new"))
+	assert.JSONEq(t, gitstoretest.Widget(1, ""), gitstoretest.Value(t, main, gitstoretest.W1), "widgets do not merge")
+	assert.JSONEq(t, `{"data":{"a":"2"}}`, gitstoretest.Value(t, main, "/core/configmaps/default/cm"))
+	assert.JSONEq(t, `{"data":{}}`, gitstoretest.Value(t, main, "/core/configmaps/default/new"))
 }
 
 // racingTarget writes to the branch right before the first merge, as a
@@ -177,31 +126,31 @@ func (r *racingTarget) Merge(ctx context.Context, req gitstore.MergeRequest) (gi
 	r.merges++
 	if !r.raced {
 		r.raced = true
-		put(r.t, r.Branch, "/core/configmaps/default/cm", `{"data":{"a":"user"}}`+"\n")
+		gitstoretest.Put(r.t, r.Branch, "/core/configmaps/default/cm", `{"data":{"a":"user"}}`+"\n")
 	}
 	return r.Branch.Merge(ctx, req)
 }
 
 func TestMergeCommitRecomputesWhenTheTargetMoved(t *testing.T) {
-	repo, main, ctrl := pair(t)
-	put(t, ctrl, "/core/configmaps/default/cm", `{"data":{"a":"1","b":"ctrl"}}`+"\n")
+	repo, main, ctrl := gitstoretest.Pair(t)
+	gitstoretest.Put(t, ctrl, "/core/configmaps/default/cm", `{"data":{"a":"1","b":"ctrl"}}`+"\n")
 	target := &racingTarget{Branch: main, t: t}
 	out, err := gitstore.MergeCommit(context.Background(), repo, target, ctrl.Head(), gitstore.MergeCommitOptions{Merger: merge.Merger{Policy: merge.Policy{Default: merge.PreferSource}}})
 	require.NoError(t, err)
 	assert.Equal(t, 2, target.merges, "computed again on the moved head")
 	require.Len(t, out.Conflicts, 0, "a: user changed it, ctrl did not; b: only ctrl")
-	assert.JSONEq(t, `{"data":{"a":"user","b":"ctrl"}}`, value(t, main, "/core/configmaps/default/cm"), "the concurrent write is kept")
+	assert.JSONEq(t, `{"data":{"a":"user","b":"ctrl"}}`, gitstoretest.Value(t, main, "/core/configmaps/default/cm"), "the concurrent write is kept")
 }
 
 func TestMergeCommitUnrelatedHistoriesMergeWithoutBase(t *testing.T) {
-	repo, main, _ := pair(t)
+	repo, main, _ := gitstoretest.Pair(t)
 	other, err := repo.Branch(context.Background(), "other")
 	require.NoError(t, err)
-	put(t, other, "/core/configmaps/default/only-other", `{"data":{}}`+"\n")
-	out := mergeInto(t, repo, main, other, merge.Policy{})
+	gitstoretest.Put(t, other, "/core/configmaps/default/only-other", `{"data":{}}`+"\n")
+	out := gitstoretest.MergeInto(t, repo, main, other, merge.Policy{})
 	assert.Equal(t, plumbing.ZeroHash, out.Base)
 	assert.Equal(t, 1, out.Changes)
-	assert.NotEmpty(t, value(t, main, "/core/configmaps/default/only-other"))
+	assert.NotEmpty(t, gitstoretest.Value(t, main, "/core/configmaps/default/only-other"))
 }
 
 // gadgetsCRD keys the items of .spec.parts by "id".
@@ -223,16 +172,16 @@ func gadget(a, b int) string {
 // list rules of the CRD in the heavens.
 func TestMergeCommitTakesListKeysFromCRDs(t *testing.T) {
 	const g = "/example.com/gadgets/default/g"
-	repo, main, ctrl := pair(t)
-	put(t, main, "/apiextensions.k8s.io/customresourcedefinitions/gadgets.example.com", gadgetsCRD)
-	put(t, main, g, gadget(1, 1))
-	out := mergeInto(t, repo, ctrl, main, merge.Policy{})
+	repo, main, ctrl := gitstoretest.Pair(t)
+	gitstoretest.Put(t, main, "/apiextensions.k8s.io/customresourcedefinitions/gadgets.example.com", gadgetsCRD)
+	gitstoretest.Put(t, main, g, gadget(1, 1))
+	out := gitstoretest.MergeInto(t, repo, ctrl, main, merge.Policy{})
 	require.False(t, out.Written.Commit.IsZero())
 
-	put(t, main, g, gadget(2, 1))
-	put(t, ctrl, g, gadget(1, 3))
-	out = mergeInto(t, repo, main, ctrl, merge.Policy{})
+	gitstoretest.Put(t, main, g, gadget(2, 1))
+	gitstoretest.Put(t, ctrl, g, gadget(1, 3))
+	out = gitstoretest.MergeInto(t, repo, main, ctrl, merge.Policy{})
 	assert.Empty(t, out.Conflicts)
 	require.False(t, out.Blocked)
-	assert.JSONEq(t, gadget(2, 3), value(t, main, g))
+	assert.JSONEq(t, gadget(2, 3), gitstoretest.Value(t, main, g))
 }

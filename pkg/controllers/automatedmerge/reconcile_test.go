@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heaven-dev/heaven/pkg/gitstore/gitstoretest"
+
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -93,12 +95,12 @@ func mergeObject(name, source, target string, def v1alpha1.ConflictResolution) *
 }
 
 func TestReconcileMergesAndReportsOnce(t *testing.T) {
-	repo, main, ctrl := pair(t)
-	put(t, ctrl, w1, widget(1, "true"))
+	repo, main, ctrl := gitstoretest.Pair(t)
+	gitstoretest.Put(t, ctrl, gitstoretest.W1, gitstoretest.Widget(1, "true"))
 	c, events := testController(t, repo, mergeObject("ctrl-to-main", "ctrl", "main", v1alpha1.Manual))
 
 	st := reconcileStatus(t, c, "ctrl-to-main")
-	assert.JSONEq(t, widget(1, "true"), value(t, main, w1))
+	assert.JSONEq(t, gitstoretest.Widget(1, "true"), gitstoretest.Value(t, main, gitstoretest.W1))
 	require.Len(t, st.Sources, 1)
 	s := st.Sources[0]
 	assert.Equal(t, ctrl.Head().String(), s.SourceCommit)
@@ -119,9 +121,9 @@ func TestReconcileMergesAndReportsOnce(t *testing.T) {
 }
 
 func TestReconcileBlockedByManualConflictReportsOnceAndUnblocks(t *testing.T) {
-	repo, main, ctrl := pair(t)
-	put(t, main, w1, widget(2, ""))
-	put(t, ctrl, w1, widget(3, ""))
+	repo, main, ctrl := gitstoretest.Pair(t)
+	gitstoretest.Put(t, main, gitstoretest.W1, gitstoretest.Widget(2, ""))
+	gitstoretest.Put(t, ctrl, gitstoretest.W1, gitstoretest.Widget(3, ""))
 	c, events := testController(t, repo, mergeObject("ctrl-to-main", "ctrl", "main", v1alpha1.Manual))
 	head := main.Head()
 
@@ -147,7 +149,7 @@ func TestReconcileBlockedByManualConflictReportsOnceAndUnblocks(t *testing.T) {
 	// it is unblocked.
 	c.BranchMoved("main")
 	assert.Equal(t, 1, c.loop.Queue().Len())
-	put(t, main, w1, widget(3, ""))
+	gitstoretest.Put(t, main, gitstoretest.W1, gitstoretest.Widget(3, ""))
 	st = reconcileStatus(t, c, "ctrl-to-main")
 	assert.False(t, st.Sources[0].Blocked)
 	assert.Empty(t, st.Conflicts)
@@ -155,7 +157,7 @@ func TestReconcileBlockedByManualConflictReportsOnceAndUnblocks(t *testing.T) {
 }
 
 func TestBranchMovedWakesMergesFromIt(t *testing.T) {
-	repo, _, _ := pair(t)
+	repo, _, _ := gitstoretest.Pair(t)
 	off := false
 	quiet := mergeObject("interval-only", "ctrl", "main", v1alpha1.Manual)
 	quiet.Spec.Trigger.OnChange = &off

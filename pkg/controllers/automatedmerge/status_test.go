@@ -3,6 +3,8 @@ package automatedmerge
 import (
 	"testing"
 
+	"github.com/heaven-dev/heaven/pkg/gitstore/gitstoretest"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -15,7 +17,7 @@ func TestSetConflictsReplacesOneSourcesAndCaps(t *testing.T) {
 	var st v1alpha1.AutomatedMergeStatus
 	many := make([]merge.Conflict, 70)
 	for i := range many {
-		many[i] = merge.Conflict{Key: w1, Path: ".spec.x", Resolution: merge.Manual}
+		many[i] = merge.Conflict{Key: gitstoretest.W1, Path: ".spec.x", Resolution: merge.Manual}
 	}
 	setConflicts(&st, "a", many[:3])
 	setConflicts(&st, "b", many)

@@ -1,4 +1,7 @@
-package automatedmerge
+// Package gitstoretest has the helpers of tests that merge branches of a
+// gitstore.Repository: a heaven and its fork, a widget custom resource,
+// writes and reads that fail the test on error.
+package gitstoretest
 
 import (
 	"context"
@@ -13,9 +16,12 @@ import (
 	"github.com/heaven-dev/heaven/pkg/merge"
 )
 
-const w1 = "/example.com/widgets/default/w1"
+// W1 is the key of the widget Pair starts with.
+const W1 = "/example.com/widgets/default/w1"
 
-func widget(size int, ready string) string {
+// Widget is widget w1 of spec.size size, with status.ready if ready is not
+// empty ("true", "false").
+func Widget(size int, ready string) string {
 	status := ""
 	if ready != "" {
 		status = fmt.Sprintf(`,"status":{"ready":%s}`, ready)
@@ -23,8 +29,9 @@ func widget(size int, ready string) string {
 	return fmt.Sprintf(`{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w1","namespace":"default"},"spec":{"size":%d}%s}`+"\n", size, status)
 }
 
-// pair is heaven "main" with a widget and its fork "ctrl".
-func pair(t *testing.T) (*gitstore.Repository, *gitstore.Branch, *gitstore.Branch) {
+// Pair is heaven "main" with a widget and a configmap, and its fork "ctrl",
+// in a new repository closed with the test.
+func Pair(t *testing.T) (*gitstore.Repository, *gitstore.Branch, *gitstore.Branch) {
 	t.Helper()
 	repo, err := gitstore.Open(filepath.Join(t.TempDir(), "heavens.git"), gitstore.Options{PollInterval: 20 * time.Millisecond})
 	require.NoError(t, err)
@@ -32,8 +39,8 @@ func pair(t *testing.T) (*gitstore.Repository, *gitstore.Branch, *gitstore.Branc
 	ctx := context.Background()
 	main, err := repo.Branch(ctx, "main")
 	require.NoError(t, err)
-	put(t, main, w1, widget(1, ""))
-	put(t, main, "/core/configmaps/default/cm", `{"data":{"a":"1"}}`+"\n")
+	Put(t, main, W1, Widget(1, ""))
+	Put(t, main, "/core/configmaps/default/cm", `{"data":{"a":"1"}}`+"\n")
 	_, _, err = repo.Fork(ctx, "ctrl", "main", 0)
 	require.NoError(t, err)
 	ctrl, err := repo.Branch(ctx, "ctrl")
@@ -41,13 +48,15 @@ func pair(t *testing.T) (*gitstore.Repository, *gitstore.Branch, *gitstore.Branc
 	return repo, main, ctrl
 }
 
-func put(t *testing.T, b *gitstore.Branch, key, value string) {
+// Put writes key.
+func Put(t *testing.T, b *gitstore.Branch, key, value string) {
 	t.Helper()
 	_, err := b.Put(context.Background(), key, []byte(value))
 	require.NoError(t, err)
 }
 
-func value(t *testing.T, b *gitstore.Branch, key string) string {
+// Value reads key, "" if it is absent.
+func Value(t *testing.T, b *gitstore.Branch, key string) string {
 	t.Helper()
 	resp, err := b.Range(context.Background(), &gitstore.RangeRequest{Key: key})
 	require.NoError(t, err)
@@ -57,7 +66,8 @@ func value(t *testing.T, b *gitstore.Branch, key string) string {
 	return string(resp.KVs[0].Value)
 }
 
-func mergeInto(t *testing.T, repo *gitstore.Repository, target, source *gitstore.Branch, policy merge.Policy) gitstore.MergeOutcome {
+// MergeInto merges source's head into target with policy.
+func MergeInto(t *testing.T, repo *gitstore.Repository, target, source *gitstore.Branch, policy merge.Policy) gitstore.MergeOutcome {
 	t.Helper()
 	out, err := gitstore.MergeCommit(context.Background(), repo, target, source.Head(), gitstore.MergeCommitOptions{Merger: merge.Merger{Policy: policy}, Message: "merge " + source.Name()})
 	require.NoError(t, err)
