@@ -181,11 +181,7 @@ func TestBadPushedFileNeverBlocksTheBranch(t *testing.T) {
 
 func TestPushedYAMLIsServedAndRebuiltTheSame(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "heavens.git")
-	r, err := Open(dir, Options{PollInterval: 10 * time.Millisecond, ReadFile: readObjectFile})
-	require.NoError(t, err)
-	defer r.Close()
-	b, err := r.Branch(context.Background(), "team-a")
-	require.NoError(t, err)
+	r, b := openTeamA(t, dir)
 	put(t, b, "/core/cm/default/a", `{"name":"a"}`)
 	waitGitRef(t, dir, "team-a", b.Head())
 	wd := clone(t, dir, "team-a")
@@ -224,11 +220,7 @@ func TestPushedYAMLIsServedAndRebuiltTheSame(t *testing.T) {
 
 func TestForcePushKeepsLastGoodValuesAcrossRestart(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "heavens.git")
-	r, err := Open(dir, Options{PollInterval: 10 * time.Millisecond, ReadFile: readObjectFile})
-	require.NoError(t, err)
-	defer r.Close()
-	b, err := r.Branch(context.Background(), "team-a")
-	require.NoError(t, err)
+	r, b := openTeamA(t, dir)
 	put(t, b, "/core/cm/default/a", `{"name":"a","v":1}`)
 	waitGitRef(t, dir, "team-a", b.Head())
 	wd := clone(t, dir, "team-a")
@@ -348,11 +340,7 @@ func TestPushedPullMergeKeepsTheStoresHistory(t *testing.T) {
 	for _, open := range []bool{true, false} {
 		t.Run(fmt.Sprintf("open=%v", open), func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "heavens.git")
-			r, err := Open(dir, Options{PollInterval: 10 * time.Millisecond, ReadFile: readObjectFile})
-			require.NoError(t, err)
-			defer func() { r.Close() }()
-			b, err := r.Branch(context.Background(), "team-a")
-			require.NoError(t, err)
+			r, b := openTeamA(t, dir)
 			put(t, b, "/core/cm/default/a", `{"name":"a"}`)
 			waitGitRef(t, dir, "team-a", b.Head())
 			wd := clone(t, dir, "team-a")
@@ -370,10 +358,7 @@ func TestPushedPullMergeKeepsTheStoresHistory(t *testing.T) {
 			}
 			git(t, wd, "push", "-q", "origin", "team-a")
 			if !open {
-				r, err = Open(dir, Options{PollInterval: 10 * time.Millisecond, ReadFile: readObjectFile})
-				require.NoError(t, err)
-				b, err = r.Branch(context.Background(), "team-a")
-				require.NoError(t, err)
+				r, b = openTeamA(t, dir)
 			}
 			waitFor(t, "the push", func() bool { return get(t, b, "/core/cm/default/p", 0) != nil })
 			require.Equal(t, rev+1, b.Revision(), "the merge is one revision on top of the store's")
@@ -383,10 +368,7 @@ func TestPushedPullMergeKeepsTheStoresHistory(t *testing.T) {
 			put(t, b, "/core/cm/default/after", `{"name":"after"}`)
 			want := b.Revision()
 			require.NoError(t, r.Close())
-			r, err = Open(dir, Options{PollInterval: 10 * time.Millisecond, ReadFile: readObjectFile})
-			require.NoError(t, err)
-			b, err = r.Branch(context.Background(), "team-a")
-			require.NoError(t, err)
+			r, b = openTeamA(t, dir)
 			require.Equal(t, want, b.Revision(), "a rebuild comes to the same revision")
 			require.Equal(t, rev, get(t, b, "/core/cm/default/s4", 0).ModRevision)
 		})
@@ -398,10 +380,7 @@ func TestPushedPullMergeKeepsTheStoresHistory(t *testing.T) {
 // history and revisions stay, and the pushed content is merged on top.
 func TestForcePushWhileClosed(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "heavens.git")
-	r, err := Open(dir, Options{PollInterval: 10 * time.Millisecond, ReadFile: readObjectFile})
-	require.NoError(t, err)
-	b, err := r.Branch(context.Background(), "team-a")
-	require.NoError(t, err)
+	r, b := openTeamA(t, dir)
 	put(t, b, "/core/cm/default/a", `{"name":"a","v":1}`)
 	waitGitRef(t, dir, "team-a", b.Head())
 	old := b.Head()
@@ -412,11 +391,7 @@ func TestForcePushWhileClosed(t *testing.T) {
 	require.NoError(t, r.Close())
 
 	git(t, filepath.Dir(dir), "--git-dir", dir, "update-ref", "refs/heads/team-a", old.String())
-	r, err = Open(dir, Options{PollInterval: 10 * time.Millisecond, ReadFile: readObjectFile})
-	require.NoError(t, err)
-	defer r.Close()
-	b, err = r.Branch(context.Background(), "team-a")
-	require.NoError(t, err)
+	r, b = openTeamA(t, dir)
 	waitFor(t, "the move back merged", func() bool { return b.Revision() > rev })
 	require.Equal(t, rev+1, b.Revision(), "revisions go on from where they were")
 	require.Nil(t, get(t, b, "/core/cm/default/s0", 0), "the content is what was pushed")
@@ -443,16 +418,25 @@ func TestEveryCommitIsNoted(t *testing.T) {
 	}
 }
 
+// openTeamA opens the repository at dir (closed with the test, or before)
+// and its branch team-a, with the object files of the tests.
+func openTeamA(t *testing.T, dir string) (*Repository, *Branch) {
+	t.Helper()
+	r, err := Open(dir, Options{PollInterval: 10 * time.Millisecond, ReadFile: readObjectFile})
+	require.NoError(t, err)
+	t.Cleanup(func() { r.Close() })
+	b, err := r.Branch(context.Background(), "team-a")
+	require.NoError(t, err)
+	return r, b
+}
+
 // A crash after a move back that the head record had not caught up with
 // (it lags by up to headStateInterval): the revisions handed out since
 // the record are not in git any more, and must not be handed out again.
 // The branch reopens above the revision floor.
 func TestMoveBackInTheRecordsWindowThenCrash(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "heavens.git")
-	r, err := Open(dir, Options{PollInterval: 10 * time.Millisecond, ReadFile: readObjectFile})
-	require.NoError(t, err)
-	b, err := r.Branch(context.Background(), "team-a")
-	require.NoError(t, err)
+	r, b := openTeamA(t, dir)
 	put(t, b, "/core/cm/default/a", `{"name":"a","v":1}`)
 	waitGitRef(t, dir, "team-a", b.Head())
 	old, oldRev := b.Head(), b.Revision()
@@ -467,11 +451,7 @@ func TestMoveBackInTheRecordsWindowThenCrash(t *testing.T) {
 	require.NoError(t, os.WriteFile(record, []byte(fmt.Sprintf("%s %d\n", old, oldRev)), 0o600))
 	git(t, filepath.Dir(dir), "--git-dir", dir, "update-ref", "refs/heads/team-a", old.String())
 
-	r, err = Open(dir, Options{PollInterval: 10 * time.Millisecond, ReadFile: readObjectFile})
-	require.NoError(t, err)
-	defer r.Close()
-	b, err = r.Branch(context.Background(), "team-a")
-	require.NoError(t, err)
+	r, b = openTeamA(t, dir)
 	require.Greater(t, b.Revision(), handedOut, "no revision handed out before the crash is handed out again")
 	rev := put(t, b, "/core/cm/default/after", `{"name":"after"}`)
 	require.Greater(t, rev, handedOut)

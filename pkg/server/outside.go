@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 	kjson "sigs.k8s.io/json"
@@ -31,27 +32,23 @@ import (
 func ObjectFiles() (*objectfile.Reader, error) {
 	types := map[schema.GroupResource]objectfile.Type{
 		{Group: apiextensionsv1.GroupName, Resource: "customresourcedefinitions"}: {Kind: "CustomResourceDefinition",
-			Decode: decodeInto(func() (any, error) { return &apiextensionsv1.CustomResourceDefinition{}, nil })},
+			Decode: decodeInto(&apiextensionsv1.CustomResourceDefinition{})},
 	}
 	for _, r := range builtin.Resources() {
-		types[r.GroupResource] = objectfile.Type{Kind: r.Kind, Namespaced: r.Namespaced,
-			Decode: decodeInto(func() (any, error) { return builtin.NewStored(r) })}
-		if _, err := builtin.NewStored(r); err != nil {
+		stored, err := builtin.NewStored(r)
+		if err != nil {
 			return nil, err
 		}
+		types[r.GroupResource] = objectfile.Type{Kind: r.Kind, Namespaced: r.Namespaced, Decode: decodeInto(stored)}
 	}
 	return &objectfile.Reader{Types: types}, nil
 }
 
-// decodeInto decodes into a new object of the type (nil: no check), with
-// the JSON decoding the API server's storage uses.
-func decodeInto(newObject func() (any, error)) func([]byte) error {
+// decodeInto decodes into a new object of empty's type, with the JSON
+// decoding the API server's storage uses.
+func decodeInto(empty runtime.Object) func([]byte) error {
 	return func(data []byte) error {
-		obj, err := newObject()
-		if err != nil {
-			return err
-		}
-		return kjson.UnmarshalCaseSensitivePreserveInts(data, obj)
+		return kjson.UnmarshalCaseSensitivePreserveInts(data, empty.DeepCopyObject())
 	}
 }
 
