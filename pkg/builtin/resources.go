@@ -96,21 +96,17 @@ func StorageCodec(gr schema.GroupResource, example runtime.Object) (runtime.Code
 // NewStored returns a new object of the Go type a resource is stored as
 // (its storage version, from k8s.io/api), to decode stored JSON into.
 func NewStored(r Resource) (runtime.Object, error) {
-	f, err := storageFactory()
-	if err != nil {
-		return nil, err
-	}
 	example, err := legacyscheme.Scheme.New(schema.GroupVersionKind{Group: r.GroupResource.Group, Version: runtime.APIVersionInternal, Kind: r.Kind})
 	if err != nil {
 		return nil, err
 	}
-	c, err := f.NewConfig(r.GroupResource, example)
+	_, versioner, err := StorageCodec(r.GroupResource, example)
 	if err != nil {
 		return nil, err
 	}
-	gvks, ok := c.EncodeVersioner.KindForGroupVersionKinds([]schema.GroupVersionKind{{Group: r.GroupResource.Group, Kind: r.Kind}})
+	gvk, ok := versioner.KindForGroupVersionKinds([]schema.GroupVersionKind{{Group: r.GroupResource.Group, Kind: r.Kind}})
 	if !ok {
 		return nil, fmt.Errorf("no storage version of %s", r.GroupResource)
 	}
-	return legacyscheme.Scheme.New(gvks)
+	return legacyscheme.Scheme.New(gvk)
 }

@@ -33,9 +33,6 @@ import (
 	"github.com/heaven-dev/heaven/pkg/memnet"
 )
 
-// KubernetesVersion is the version every heaven reports and emulates.
-const KubernetesVersion = builtin.KubernetesVersion
-
 // Config is what a heaven's API server is made of.
 type Config struct {
 	// Name of the heaven; its objects live on the git branch of that name.
@@ -66,7 +63,7 @@ var userFromContext = authenticator.RequestFunc(func(req *http.Request) (*authen
 // It also returns the loopback clientset its admission uses.
 func (c *Config) genericConfig() (*genericapiserver.RecommendedConfig, kubernetes.Interface, error) {
 	gc := genericapiserver.NewRecommendedConfig(apiextensionsapiserver.Codecs)
-	gc.EffectiveVersion = compatibility.NewEffectiveVersionFromString(KubernetesVersion, "", "")
+	gc.EffectiveVersion = compatibility.NewEffectiveVersionFromString(builtin.KubernetesVersion, "", "")
 	gc.MergedResourceConfig = apiextensionsapiserver.DefaultAPIResourceConfigSource()
 	gc.ExternalAddress = c.ExternalAddress
 	gc.LoopbackClientConfig = c.Loopback

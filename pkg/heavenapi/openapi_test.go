@@ -38,6 +38,7 @@ import (
 	"k8s.io/kube-openapi/pkg/common"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
+	builtin "github.com/heaven-dev/heaven/pkg/builtin"
 	"github.com/heaven-dev/heaven/pkg/gitstore"
 	"github.com/heaven-dev/heaven/pkg/gitstore/etcdv3"
 	"github.com/heaven-dev/heaven/pkg/heavenapi/storage"
@@ -216,7 +217,7 @@ func testConfig(name string, clients storage.Clients) Config {
 func referenceConfigs() (*common.Config, *common.OpenAPIV3Config) {
 	namer := openapinamer.NewDefinitionNamer(namerSchemes()...)
 	c := genericapiserver.NewConfig(apiextensionsapiserver.Codecs)
-	c.EffectiveVersion = compatibility.NewEffectiveVersionFromString(KubernetesVersion, "", "")
+	c.EffectiveVersion = compatibility.NewEffectiveVersionFromString(builtin.KubernetesVersion, "", "")
 	c.ExternalAddress = "127.0.0.1:6443"
 	c.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(newDefinitions, namer)
 	c.OpenAPIConfig.Info.Title = "Heaven"
