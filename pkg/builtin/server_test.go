@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/metadata"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
@@ -171,7 +173,7 @@ func testNamespaceDeletion(ctx context.Context, t *testing.T, cfg *rest.Config, 
 	runCtx, cancel := context.WithCancel(ctx)
 	informers := kubeinformers.NewSharedInformerFactory(client, 0)
 	t.Cleanup(func() { cancel(); informers.Shutdown() })
-	require.NoError(t, namespace.Run(runCtx, cfg, informers.Core().V1().Namespaces()))
+	namespace.Run(runCtx, client, metadata.NewForConfigOrDie(cfg), informers.Core().V1().Namespaces())
 	informers.Start(runCtx.Done())
 
 	// The controller deletes the held configmap but must wait for its finalizer.

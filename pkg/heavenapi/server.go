@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
@@ -245,13 +246,21 @@ func (c Config) build() (s *genericapiserver.GenericAPIServer, run func(context.
 		s.Destroy()
 		return nil, nil, nil, fmt.Errorf("built-in types: %w", err)
 	}
+	// The heaven's own controllers, Kubernetes' (as kube-controller-manager
+	// runs them), share its loopback clients and informers.
+	meta, err := metadata.NewForConfig(gc.LoopbackClientConfig)
+	if err != nil {
+		s.Destroy()
+		return nil, nil, nil, err
+	}
 	s.AddPostStartHookOrDie("heaven-namespace-controller", func(hc genericapiserver.PostStartHookContext) error {
 		// The namespace informer is the one admission uses: one watch less.
-		return namespace.Run(hc.Context, hc.LoopbackClientConfig, gc.SharedInformerFactory.Core().V1().Namespaces())
+		namespace.Run(hc.Context, kube, meta, gc.SharedInformerFactory.Core().V1().Namespaces())
+		return nil
 	})
 	s.AddPostStartHookOrDie("heaven-resource-quota", func(hc genericapiserver.PostStartHookContext) error {
 		// Admission's ResourceQuota informer tells when the first quota comes.
-		return resourcequota.Run(hc.Context, hc.LoopbackClientConfig, gc.SharedInformerFactory.Core().V1().ResourceQuotas())
+		return resourcequota.Run(hc.Context, kube, meta, gc.SharedInformerFactory.Core().V1().ResourceQuotas())
 	})
 	prepared := s.PrepareRun()
 	if err := installOpenAPI(s, gc.OpenAPIConfig, gc.OpenAPIV3Config); err != nil {

@@ -12,7 +12,6 @@ import (
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/rest"
 	namespacecontroller "k8s.io/kubernetes/pkg/controller/namespace"
 )
 
@@ -26,19 +25,8 @@ const (
 
 // Run runs the controller over namespaces (the heaven's shared informer)
 // until ctx ends; it returns once the controller is started.
-func Run(ctx context.Context, cfg *rest.Config, namespaces coreinformers.NamespaceInformer) error {
-	cfg = rest.CopyConfig(cfg)
-	cfg.UserAgent = "namespace-controller"
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	meta, err := metadata.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
+func Run(ctx context.Context, kube kubernetes.Interface, meta metadata.Interface, namespaces coreinformers.NamespaceInformer) {
 	c := namespacecontroller.NewNamespaceController(ctx, kube, meta, kube.Discovery().ServerPreferredNamespacedResources,
 		namespaces, resync, corev1.FinalizerKubernetes)
 	go c.Run(ctx, workers)
-	return nil
 }

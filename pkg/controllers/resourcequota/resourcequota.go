@@ -16,13 +16,11 @@ import (
 	"time"
 
 	"k8s.io/apiserver/pkg/quota/v1/generic"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/informers"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/controller-manager/pkg/informerfactory"
 	"k8s.io/klog/v2"
@@ -44,7 +42,7 @@ const (
 // Run starts the quota controller when quotas (the heaven's ResourceQuota
 // informer, shared with admission) first holds one, and runs it until ctx
 // ends.
-func Run(ctx context.Context, cfg *rest.Config, quotas coreinformers.ResourceQuotaInformer) error {
+func Run(ctx context.Context, kube kubernetes.Interface, meta metadata.Interface, quotas coreinformers.ResourceQuotaInformer) error {
 	first := make(chan struct{})
 	var once sync.Once
 	reg, err := quotas.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -60,28 +58,18 @@ func Run(ctx context.Context, cfg *rest.Config, quotas coreinformers.ResourceQuo
 			return
 		case <-first:
 		}
-		if err := start(ctx, cfg, quotas); err != nil {
+		if err := start(ctx, kube, meta, quotas); err != nil {
 			klog.FromContext(ctx).Error(err, "Resource quota controller did not start")
 		}
 	}()
 	return nil
 }
 
-func start(ctx context.Context, cfg *rest.Config, quotas coreinformers.ResourceQuotaInformer) error {
-	cfg = rest.CopyConfig(cfg)
-	cfg.UserAgent = "resourcequota-controller"
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	meta, err := metadata.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
+func start(ctx context.Context, kube kubernetes.Interface, meta metadata.Interface, quotas coreinformers.ResourceQuotaInformer) error {
 	typed := informers.NewSharedInformerFactory(kube, 0)
 	metaInformers := metadatainformer.NewSharedInformerFactory(meta, 0)
 	objects := informerfactory.NewInformerFactory(typed, metaInformers)
-	disco := discovery.NewDiscoveryClient(kube.Discovery().RESTClient())
+	discover := kube.Discovery().ServerPreferredNamespacedResources
 
 	config, err := quotainstall.NewQuotaConfigurationForControllers(generic.ListerFuncForResourceFunc(typed.ForResource), typed)
 	if err != nil {
@@ -93,7 +81,7 @@ func start(ctx context.Context, cfg *rest.Config, quotas coreinformers.ResourceQ
 		ResourceQuotaInformer:     quotas,
 		ResyncPeriod:              controller.StaticResyncPeriodFunc(resync),
 		Registry:                  generic.NewRegistry(config.Evaluators()),
-		DiscoveryFunc:             disco.ServerPreferredNamespacedResources,
+		DiscoveryFunc:             discover,
 		IgnoredResourcesFunc:      config.IgnoredResources,
 		InformersStarted:          started,
 		InformerFactory:           objects,
@@ -107,7 +95,7 @@ func start(ctx context.Context, cfg *rest.Config, quotas coreinformers.ResourceQ
 	metaInformers.Start(ctx.Done())
 	close(started)
 	go c.Run(ctx, workers)
-	go c.Sync(ctx, disco.ServerPreferredNamespacedResources, discoveryPeriod)
+	go c.Sync(ctx, discover, discoveryPeriod)
 	klog.FromContext(ctx).V(2).Info("Resource quota controller started")
 	return nil
 }
