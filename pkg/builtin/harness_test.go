@@ -19,6 +19,7 @@ import (
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	"k8s.io/kubernetes/pkg/generated/openapi"
 
+	"github.com/heaven-dev/heaven/pkg/authorization"
 	"github.com/heaven-dev/heaven/pkg/builtin"
 	"github.com/heaven-dev/heaven/test/etcdtest"
 )
@@ -44,6 +45,7 @@ func startServer(t *testing.T) *rest.Config {
 	require.NoError(t, builtin.Install(server, builtin.Config{
 		Authorizer:   allow,
 		RuleResolver: allow,
+		RBAC:         &authorization.Policy{},
 		Discovery:    fake.NewClientset().Discovery(),
 	}, getter))
 

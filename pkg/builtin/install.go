@@ -34,7 +34,8 @@ import (
 	coordinationrest "k8s.io/kubernetes/pkg/registry/coordination/rest"
 	corerest "k8s.io/kubernetes/pkg/registry/core/rest"
 	eventsrest "k8s.io/kubernetes/pkg/registry/events/rest"
-	rbacrest "k8s.io/kubernetes/pkg/registry/rbac/rest"
+
+	"github.com/heaven-dev/heaven/pkg/authorization"
 )
 
 // DefaultEventTTL is how long an Event lives after its last update, as in
@@ -46,6 +47,8 @@ type Config struct {
 	// Authorizer decides RBAC's escalation checks and the review APIs.
 	Authorizer   authorizer.Authorizer
 	RuleResolver authorizer.RuleResolver
+	// RBAC is the heaven's policy; Install binds it to the RBAC stores.
+	RBAC *authorization.Policy
 	// Authenticator answers TokenReviews.
 	Authenticator authenticator.Request
 	// Discovery resolves the resources admission policies name.
@@ -73,10 +76,7 @@ func (c Config) providers() []storageProvider {
 		authorizationrest.RESTStorageProvider{Authorizer: c.Authorizer, RuleResolver: c.RuleResolver},
 		certificatesrest.RESTStorageProvider{Authorizer: c.Authorizer, Generic: true},
 		coordinationrest.RESTStorageProvider{},
-		// No bootstrap-roles post-start hook (kube's ~100 default roles and
-		// bindings written into every heaven's first commit): heavens are
-		// authorized by heaven-server, not by their own RBAC, yet.
-		rbacrest.RESTStorageProvider{Authorizer: c.Authorizer},
+		rbacProvider{Authorizer: c.Authorizer, Policy: c.RBAC},
 		admissionregistrationrest.RESTStorageProvider{Authorizer: c.Authorizer, DiscoveryClient: c.Discovery},
 		eventsrest.RESTStorageProvider{TTL: ttl},
 		appsrest.StorageProvider{},

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 
 	apiextensionsinternal "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -18,8 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
-	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 	"k8s.io/apiserver/pkg/endpoints/request"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	serverstorage "k8s.io/apiserver/pkg/server/storage"
@@ -28,6 +29,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/component-base/compatibility"
 
+	"github.com/heaven-dev/heaven/pkg/authorization"
 	builtin "github.com/heaven-dev/heaven/pkg/builtin"
 	"github.com/heaven-dev/heaven/pkg/heavenapi/storage"
 	"github.com/heaven-dev/heaven/pkg/memnet"
@@ -46,6 +48,12 @@ type Config struct {
 	Loopback *rest.Config
 	// ExternalAddress is host:port of heaven-server, for discovery.
 	ExternalAddress string
+	// Authorizers decide before the heaven's RBAC (and after server
+	// administrators, who may do everything); see pkg/authorization.
+	Authorizers []authorization.Named
+	// Admission plugins run before Kubernetes' (root's records who
+	// creates a Heaven).
+	Admission []admission.Interface
 }
 
 // userFromContext authenticates a request by the user heaven-server's front
@@ -61,16 +69,19 @@ var userFromContext = authenticator.RequestFunc(func(req *http.Request) (*authen
 
 // genericConfig is the part every heaven shares in shape.
 // It also returns the loopback clientset its admission uses.
-func (c *Config) genericConfig() (*genericapiserver.RecommendedConfig, kubernetes.Interface, error) {
+func (c *Config) genericConfig(policy *authorization.Policy) (*genericapiserver.RecommendedConfig, kubernetes.Interface, error) {
 	gc := genericapiserver.NewRecommendedConfig(apiextensionsapiserver.Codecs)
 	gc.EffectiveVersion = compatibility.NewEffectiveVersionFromString(builtin.KubernetesVersion, "", "")
 	gc.MergedResourceConfig = apiextensionsapiserver.DefaultAPIResourceConfigSource()
 	gc.ExternalAddress = c.ExternalAddress
 	gc.LoopbackClientConfig = c.Loopback
 	gc.Authentication.Authenticator = userFromContext
-	allow := authorizerfactory.NewAlwaysAllowAuthorizer()
-	gc.Authorization.Authorizer = allow
-	gc.RuleResolver = allow
+	authz, rules, err := authorization.New(policy, c.Authorizers...)
+	if err != nil {
+		return nil, nil, err
+	}
+	gc.Authorization.Authorizer = authz
+	gc.RuleResolver = rules
 	gc.EnableMetrics = false // heaven-server serves /metrics once, with a heaven label
 	gc.EnableProfiling = false
 	gc.RESTOptionsGetter = &storage.Getter{Heaven: c.Name, Clients: c.Clients, Codec: typedCodec, Ephemeral: c.Ephemeral}
@@ -89,6 +100,9 @@ func (c *Config) genericConfig() (*genericapiserver.RecommendedConfig, kubernete
 	gc.SharedInformerFactory = informers.NewSharedInformerFactory(kube, 0)
 	if err := applyAdmission(gc, kube); err != nil {
 		return nil, nil, fmt.Errorf("admission: %w", err)
+	}
+	if len(c.Admission) > 0 {
+		gc.AdmissionControl = admission.NewChainHandler(append(slices.Clone(c.Admission), gc.AdmissionControl)...)
 	}
 	return gc, kube, nil
 }

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
+	"github.com/heaven-dev/heaven/pkg/authorization"
 	builtin "github.com/heaven-dev/heaven/pkg/builtin"
 	"github.com/heaven-dev/heaven/pkg/controllers/namespace"
 	"github.com/heaven-dev/heaven/pkg/controllers/resourcequota"
@@ -213,7 +214,8 @@ const startHooksTimeout = 10 * time.Second
 // shared OpenAPI documents.
 // run runs the prepared server until its context ends.
 func (c Config) build() (s *genericapiserver.GenericAPIServer, run func(context.Context) error, kube kubernetes.Interface, err error) {
-	gc, kube, err := c.genericConfig()
+	policy := &authorization.Policy{}
+	gc, kube, err := c.genericConfig(policy)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -239,6 +241,7 @@ func (c Config) build() (s *genericapiserver.GenericAPIServer, run func(context.
 	err = builtin.Install(s, builtin.Config{
 		Authorizer:    gc.Authorization.Authorizer,
 		RuleResolver:  gc.RuleResolver,
+		RBAC:          policy,
 		Authenticator: gc.Authentication.Authenticator,
 		Discovery:     kube.Discovery(),
 	}, gc.RESTOptionsGetter)

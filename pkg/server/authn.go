@@ -13,6 +13,7 @@ import (
 	apiservervalidation "k8s.io/apiserver/pkg/apis/apiserver/validation"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	authenticationcel "k8s.io/apiserver/pkg/authentication/cel"
+	"k8s.io/apiserver/pkg/authentication/group"
 	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
 	requestunion "k8s.io/apiserver/pkg/authentication/request/union"
 	x509request "k8s.io/apiserver/pkg/authentication/request/x509"
@@ -29,7 +30,8 @@ import (
 //   - bearer tokens of the JWT issuers of --authentication-config
 //     (kube-apiserver's structured authentication configuration,
 //     apiserver.config.k8s.io AuthenticationConfiguration): OIDC and other
-//     JWT issuers, with kube-apiserver's claim mappings and validation.
+//     JWT issuers, with kube-apiserver's claim mappings and validation;
+//   - every authenticated user is also in system:authenticated.
 
 // newAuthenticator builds the front's authenticator; lifecycle ends the
 // JWT authenticators' background work (key set refreshes).
@@ -46,7 +48,10 @@ func newAuthenticator(lifecycle context.Context, bundle *pki.Bundle, authenticat
 			authns = append(authns, bearertoken.New(tokenunion.New(tokens...)))
 		}
 	}
-	return requestunion.New(authns...), nil
+	// Every authenticated user is in system:authenticated, as in
+	// kube-apiserver: RBAC's default bindings (discovery, whoami, can-i)
+	// name that group.
+	return group.NewAuthenticatedGroupAdder(requestunion.New(authns...)), nil
 }
 
 // loadAuthenticationConfig reads and validates an AuthenticationConfiguration.

@@ -19,6 +19,8 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/endpoints/responsewriter"
 	"k8s.io/klog/v2"
+
+	"github.com/heaven-dev/heaven/pkg/authorization"
 )
 
 // ClustersPrefix is where heavens are served: /clusters/<name>/...
@@ -44,17 +46,10 @@ func ValidateHeavenName(name string) error {
 
 // AdministratorsGroup is, besides system:masters, the group of server
 // administrators: allowed everything in every heaven.
-const AdministratorsGroup = "heaven:admins"
+const AdministratorsGroup = authorization.AdministratorsGroup
 
 // isAdministrator says whether u is a server administrator.
-func isAdministrator(u user.Info) bool {
-	for _, g := range u.GetGroups() {
-		if g == user.SystemPrivilegedGroup || g == AdministratorsGroup {
-			return true
-		}
-	}
-	return false
-}
+var isAdministrator = authorization.IsAdministrator
 
 // loopbackUser is who a heaven's own controllers act as.
 var loopbackUser = &user.DefaultInfo{Name: user.APIServerUser, Groups: []string{user.SystemPrivilegedGroup, user.AllAuthenticated}}

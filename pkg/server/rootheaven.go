@@ -6,16 +6,19 @@ import (
 	"io/fs"
 	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
 
 	"github.com/heaven-dev/heaven/config/crds"
+	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
 	heavenctrl "github.com/heaven-dev/heaven/pkg/controllers/heaven"
 )
 
@@ -37,10 +40,11 @@ func (s *Server) startRoot(ctx context.Context) (*heavenctrl.Controller, error) 
 			_, _, err := s.heavens.acquire(ctx, name, false, true)
 			return err
 		},
-		Clone:    s.cloneRemote,
-		Stop:     s.heavens.stopHeaven,
-		Delete:   s.deleteBranch,
-		Problems: s.fileProblems,
+		Clone:      s.cloneRemote,
+		Stop:       s.heavens.stopHeaven,
+		Delete:     s.deleteBranch,
+		Problems:   s.fileProblems,
+		BindOwners: s.bindOwners,
 	}, time.Minute)
 	go ctrl.Run(ctx, 2)
 	go s.startMergeController(ctx, cfg) // not in the way of serving heavens
@@ -124,4 +128,52 @@ func (s *Server) deleteBranch(name string) error {
 		return nil
 	}
 	return s.repo.DeleteBranch(name)
+}
+
+// bindOwners makes owners cluster-admin of heaven name through its
+// ClusterRoleBinding heaven:owners (deleted when there are none), starting
+// the heaven if it is not running.
+func (s *Server) bindOwners(ctx context.Context, name string, owners []string) error {
+	if _, _, err := s.heavens.acquire(ctx, name, false, true); err != nil {
+		return err
+	}
+	kube, err := s.loopbackKube(name)
+	if err != nil {
+		return err
+	}
+	bindings := kube.RbacV1().ClusterRoleBindings()
+	if len(owners) == 0 {
+		err := bindings.Delete(ctx, v1alpha1.OwnersBinding, metav1.DeleteOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	}
+	want := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.OwnersBinding},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+	}
+	for _, o := range owners {
+		want.Subjects = append(want.Subjects, rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: o})
+	}
+	return retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		have, err := bindings.Get(ctx, want.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			_, err = bindings.Create(ctx, want, metav1.CreateOptions{})
+			return err
+		case err != nil:
+			return err
+		}
+		if have.RoleRef != want.RoleRef { // immutable: replace the binding
+			if err := bindings.Delete(ctx, want.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				return err
+			}
+			_, err = bindings.Create(ctx, want, metav1.CreateOptions{})
+			return err
+		}
+		have.Subjects = want.Subjects
+		_, err = bindings.Update(ctx, have, metav1.UpdateOptions{})
+		return err
+	})
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -9,18 +10,21 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 
 	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
+	"github.com/heaven-dev/heaven/pkg/authorization"
 	"github.com/heaven-dev/heaven/pkg/pki"
 )
 
-// Scoped identities. Every authenticated user is an administrator of every
-// heaven, except syncers (pki.SyncerGroup): the syncer of SyncTarget
-// <target> for heaven <heaven> reaches all of /clusters/<heaven>/ and, in
-// root, only its own SyncTarget: GET, PUT and PATCH of
-// synctargets/<target> and its status, and list and watch of synctargets
-// with fieldSelector=metadata.name=<target> (what an informer of one
-// object asks). Everything else is 403.
+// Scoped identities. Syncers (pki.SyncerGroup) are not subject to RBAC:
+// the syncer of SyncTarget <target> for heaven <heaven> may do everything
+// in /clusters/<heaven>/ (its certificate names the heaven; no binding in
+// the heaven could say more) and, in root, reach only its own SyncTarget:
+// GET, PUT and PATCH of synctargets/<target> and its status, and list and
+// watch of synctargets with fieldSelector=metadata.name=<target> (what an
+// informer of one object asks). The front refuses everything else with 403
+// before any heaven sees it; syncerAuthorizer then allows what is left.
 
 // syncerScope is what one syncer's credential may reach; the zero value
 // (a syncer credential whose name does not parse) reaches nothing.
@@ -86,4 +90,24 @@ func (s syncerScope) forbidden(u user.Info, r *http.Request) apierrors.APIStatus
 	}
 	return apierrors.NewForbidden(schema.GroupResource{}, "",
 		fmt.Errorf("user %q cannot %s %q: a syncer's credential reaches %s", u.GetName(), r.Method, r.URL.Path, reach))
+}
+
+// syncerAuthorizer allows the requests of heaven's syncers that the front
+// let through: everything in their heaven, and their SyncTarget in root.
+// Everybody else is left to RBAC.
+func syncerAuthorizer(heaven string) authorization.Named {
+	return authorization.Named{AuthorizerName: "syncers", Authorizer: authorizer.AuthorizerFunc(
+		func(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+			scope, ok := scopeOf(a.GetUser())
+			switch {
+			case !ok || scope.heaven == "":
+				return authorizer.DecisionNoOpinion, "", nil
+			case scope.heaven == heaven:
+				return authorizer.DecisionAllow, "", nil
+			case heaven == RootHeaven && a.IsResourceRequest() && a.GetAPIGroup() == v1alpha1.GroupName &&
+				a.GetResource() == v1alpha1.SyncTargetsResource.Resource && (a.GetName() == "" || a.GetName() == scope.target):
+				return authorizer.DecisionAllow, "", nil
+			}
+			return authorizer.DecisionNoOpinion, "", nil
+		})}
 }

@@ -20,12 +20,15 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
+	"github.com/heaven-dev/heaven/pkg/admission/heavencreator"
+	"github.com/heaven-dev/heaven/pkg/authorization"
 	mergectrl "github.com/heaven-dev/heaven/pkg/controllers/automatedmerge"
 	heavenctrl "github.com/heaven-dev/heaven/pkg/controllers/heaven"
 	remotectrl "github.com/heaven-dev/heaven/pkg/controllers/remote"
@@ -316,12 +319,18 @@ func (s *Server) newHeaven(name string) (*heavenapi.Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	var plugins []admission.Interface
+	if name == RootHeaven {
+		plugins = append(plugins, heavencreator.New())
+	}
 	return heavenapi.New(heavenapi.Config{
 		Name:            name,
 		Clients:         clients,
 		Ephemeral:       func(gr schema.GroupResource) bool { return s.ephemeral[gr] },
 		Loopback:        s.loopbackConfig(name),
 		ExternalAddress: net.JoinHostPort(s.cfg.externalHost(), port),
+		Authorizers:     []authorization.Named{syncerAuthorizer(name)},
+		Admission:       plugins,
 	})
 }
 

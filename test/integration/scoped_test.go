@@ -201,10 +201,15 @@ func TestScopedSyncerCredential(t *testing.T) {
 		forbidden(t, err)
 	})
 
-	t.Run("other users stay administrators", func(t *testing.T) {
+	t.Run("other users have what the heaven's RBAC grants", func(t *testing.T) {
 		someone := kubernetes.NewForConfigOrDie(scopedConfig(t, ts, "team-b", "someone", "developers"))
 		_, err := someone.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{})
-		require.NoError(t, err)
+		forbidden(t, err)
+		ts.Kubectl(t, "team-b", "", "create", "clusterrolebinding", "developers-view", "--clusterrole=view", "--group=developers")
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			_, err := someone.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{})
+			assert.NoError(c, err)
+		}, 10*time.Second, 50*time.Millisecond)
 	})
 }
 

@@ -3,6 +3,7 @@ package integration
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -31,9 +32,14 @@ func TestOnlyAdministratorsCreateHeavensOnFirstUse(t *testing.T) {
 	_, err = admin.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{})
 	require.NoError(t, err, "a member of %s creates it", server.AdministratorsGroup)
 
-	// Once it exists, others reach it (what they may do there is its RBAC's).
-	_, err = kubernetes.NewForConfigOrDie(ts.scopedConfig("new-by-admin", "alice", "dev")).CoreV1().
-		ConfigMaps("default").Get(ctx, "x", metav1.GetOptions{})
-	require.NoError(t, err)
+	// Once it exists, others reach it with what its RBAC grants them.
+	aliceThere := kubernetes.NewForConfigOrDie(ts.scopedConfig("new-by-admin", "alice", "dev")).CoreV1().ConfigMaps("default")
+	_, err = aliceThere.Get(ctx, "x", metav1.GetOptions{})
+	require.True(t, apierrors.IsForbidden(err), "want 403 before a binding, got %v", err)
+	ts.kubectl("new-by-admin", "", "create", "rolebinding", "dev-view", "--clusterrole=view", "--group=dev", "-n", "default")
+	eventually(t, 10*time.Second, "dev's binding in effect", func() (bool, error) {
+		_, err := aliceThere.Get(ctx, "x", metav1.GetOptions{})
+		return err == nil, nil
+	})
 	require.True(t, strings.Contains(ts.git("branch", "--list"), "new-by-admin"))
 }

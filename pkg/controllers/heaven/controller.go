@@ -7,6 +7,7 @@ package heaven
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
@@ -43,6 +45,10 @@ type Branches struct {
 	Stop func(ctx context.Context, name string)
 	// Delete deletes the heaven's branch.
 	Delete func(name string) error
+	// BindOwners, if set, makes owners (users) cluster-admin of the
+	// heaven through its ClusterRoleBinding v1alpha1.OwnersBinding, or
+	// deletes that binding when there are none.
+	BindOwners func(ctx context.Context, name string, owners []string) error
 	// Problems, if set, lists the files of the heaven's branch that are
 	// not served; known is false while the branch has not been read.
 	Problems func(name string) (problems []FileProblem, known bool)
@@ -149,12 +155,37 @@ func (c *Controller) reconcile(ctx context.Context, name string) error {
 			return err
 		}
 	}
+	if owners := ownersOf(&h); c.branches.BindOwners != nil && !slices.Equal(owners, status.Owners) {
+		if err := c.branches.BindOwners(ctx, name, owners); err != nil {
+			return fmt.Errorf("binding the owners of heaven %s: %w", name, err)
+		}
+		status.Owners = owners
+		if _, head, rev, err = c.branches.Info(ctx, name); err != nil {
+			return err
+		}
+	}
 	status.Phase, status.Message, status.Head = v1alpha1.HeavenPhaseReady, "", head
 	if rev >= 0 {
 		status.Revision = rev
 	}
 	c.setOutsideCommitsCondition(&status, name, h.Generation)
 	return c.updateStatus(ctx, u, status)
+}
+
+// ownersOf is the users who own h: its creator, unless heaven-server made
+// it (adopting a branch or a heaven created on first use), and spec.owners;
+// sorted, each once.
+func ownersOf(h *v1alpha1.Heaven) []string {
+	owners := slices.Clone(h.Spec.Owners)
+	if creator := h.Annotations[v1alpha1.CreatedByAnnotation]; creator != "" && creator != user.APIServerUser {
+		owners = append(owners, creator)
+	}
+	slices.Sort(owners)
+	owners = slices.Compact(owners)
+	if len(owners) > 0 && owners[0] == "" {
+		owners = owners[1:]
+	}
+	return owners
 }
 
 // Enqueue asks for heaven name's status to be brought up to date (its

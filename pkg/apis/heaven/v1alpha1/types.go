@@ -42,7 +42,20 @@ type HeavenSpec struct {
 	// continuously. A heaven whose branch does not exist yet starts as a
 	// clone of the remote branch, if there is one.
 	Remote *Remote `json:"remote,omitempty"`
+	// Owners are users who are cluster-admin of the heaven, besides the
+	// user who created the Heaven (see CreatedByAnnotation): heaven-server
+	// keeps the heaven's ClusterRoleBinding heaven:owners naming them.
+	Owners []string `json:"owners,omitempty"`
 }
+
+// CreatedByAnnotation records the user who created a Heaven. heaven-server
+// sets it when the Heaven is created and keeps it from changing; that user
+// is an owner of the heaven.
+const CreatedByAnnotation = "heaven.dev/created-by"
+
+// OwnersBinding is the ClusterRoleBinding in each heaven that binds
+// cluster-admin to its owners.
+const OwnersBinding = "heaven:owners"
 
 // Remote is the branch of a git remote that a heaven tracks.
 type Remote struct {
@@ -97,6 +110,9 @@ type HeavenStatus struct {
 	// Remote reports the git remote of spec.remote: the last fetch, merge
 	// and push. Its condition is RemoteSynced.
 	Remote *RemoteStatus `json:"remote,omitempty"`
+	// Owners are the users the heaven's ClusterRoleBinding heaven:owners
+	// binds to cluster-admin, as last written.
+	Owners []string `json:"owners,omitempty"`
 }
 
 // RemoteStatus is what heaven-server last did with a heaven's git remote.
