@@ -34,6 +34,7 @@ import (
 	coordinationrest "k8s.io/kubernetes/pkg/registry/coordination/rest"
 	corerest "k8s.io/kubernetes/pkg/registry/core/rest"
 	eventsrest "k8s.io/kubernetes/pkg/registry/events/rest"
+	"k8s.io/kubernetes/pkg/serviceaccount"
 
 	"github.com/heaven-dev/heaven/pkg/authorization"
 )
@@ -49,8 +50,13 @@ type Config struct {
 	RuleResolver authorizer.RuleResolver
 	// RBAC is the heaven's policy; Install binds it to the RBAC stores.
 	RBAC *authorization.Policy
-	// Authenticator answers TokenReviews.
+	// Authenticator answers TokenReviews (none: every token is
+	// unauthenticated).
 	Authenticator authenticator.Request
+	// ServiceAccountTokens, if set, issues the tokens of the TokenRequest
+	// API (serviceaccounts/token) for APIAudiences.
+	ServiceAccountTokens serviceaccount.TokenGenerator
+	APIAudiences         authenticator.Audiences
 	// Discovery resolves the resources admission policies name.
 	Discovery discovery.DiscoveryInterface
 	EventTTL  time.Duration
@@ -71,7 +77,7 @@ func (c Config) providers() []storageProvider {
 	// The order is discovery's: an unqualified name ("events") means the
 	// first group that serves it.
 	return []storageProvider{
-		&corerest.GenericConfig{EventTTL: ttl},
+		&corerest.GenericConfig{EventTTL: ttl, ServiceAccountIssuer: c.ServiceAccountTokens, APIAudiences: c.APIAudiences},
 		authenticationrest.RESTStorageProvider{Authenticator: c.Authenticator},
 		authorizationrest.RESTStorageProvider{Authorizer: c.Authorizer, RuleResolver: c.RuleResolver},
 		certificatesrest.RESTStorageProvider{Authorizer: c.Authorizer, Generic: true},

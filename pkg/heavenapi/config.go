@@ -54,6 +54,9 @@ type Config struct {
 	// Admission plugins run before Kubernetes' (root's records who
 	// creates a Heaven).
 	Admission []admission.Interface
+	// ServiceAccounts, if set, makes the heaven issue and accept
+	// ServiceAccount tokens.
+	ServiceAccounts *ServiceAccounts
 }
 
 // userFromContext authenticates a request by the user heaven-server's front

@@ -13,6 +13,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
@@ -34,6 +36,7 @@ type Server struct {
 	name    string
 	handler http.Handler
 	kube    kubernetes.Interface
+	tokens  authenticator.Token // the heaven's ServiceAccount tokens
 	run     func(context.Context) error
 	signals func() map[string]<-chan struct{}
 
@@ -53,10 +56,16 @@ func New(c Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("heaven %s: %w", c.Name, err)
 	}
+	tokens, err := c.tokenAuthenticator(kube)
+	if err != nil {
+		s.Destroy()
+		return nil, fmt.Errorf("heaven %s: %w", c.Name, err)
+	}
 	srv := &Server{
 		name:    c.Name,
 		handler: s.Handler,
 		kube:    kube,
+		tokens:  tokens,
 		done:    make(chan struct{}),
 		ready:   make(chan struct{}),
 		failed:  make(chan struct{}),
@@ -238,12 +247,28 @@ func (c Config) build() (s *genericapiserver.GenericAPIServer, run func(context.
 		return nil, nil, nil, err
 	}
 	s = crds.GenericAPIServer
+	tokens, audiences, err := c.tokenGenerator()
+	if err != nil {
+		s.Destroy()
+		return nil, nil, nil, err
+	}
+	tokenReviews, err := c.tokenAuthenticator(kube)
+	if err != nil {
+		s.Destroy()
+		return nil, nil, nil, err
+	}
+	var reviews authenticator.Request
+	if tokenReviews != nil {
+		reviews = bearertoken.New(tokenReviews)
+	}
 	err = builtin.Install(s, builtin.Config{
-		Authorizer:    gc.Authorization.Authorizer,
-		RuleResolver:  gc.RuleResolver,
-		RBAC:          policy,
-		Authenticator: gc.Authentication.Authenticator,
-		Discovery:     kube.Discovery(),
+		Authorizer:           gc.Authorization.Authorizer,
+		RuleResolver:         gc.RuleResolver,
+		RBAC:                 policy,
+		Authenticator:        reviews,
+		Discovery:            kube.Discovery(),
+		ServiceAccountTokens: tokens,
+		APIAudiences:         audiences,
 	}, gc.RESTOptionsGetter)
 	if err != nil {
 		s.Destroy()

@@ -45,8 +45,11 @@ type Bundle struct {
 	AdminCertPEM, AdminKeyPEM []byte
 	// Revocations are the users whose certificates were revoked.
 	Revocations *Revocations
-	caPEM       []byte
-	caKey       crypto.Signer
+	// ServiceAccountKey signs the ServiceAccount tokens of every heaven
+	// (each names its heaven as issuer).
+	ServiceAccountKey crypto.Signer
+	caPEM             []byte
+	caKey             crypto.Signer
 }
 
 // Ensure loads the PKI from dir, creating what is missing. hosts are the
@@ -101,6 +104,9 @@ func Ensure(dir string, hosts []string) (*Bundle, error) {
 	b.AdminCertPEM, b.AdminKeyPEM, err = ensureLeaf(dir, "admin", adminTmpl, caCert, caKey, nil)
 	if err != nil {
 		return nil, err
+	}
+	if b.ServiceAccountKey, err = ensureKey(filepath.Join(dir, "service-account.key")); err != nil {
+		return nil, fmt.Errorf("service account signing key: %w", err)
 	}
 	return b, nil
 }
@@ -207,6 +213,30 @@ func ensureCA(dir string) (*x509.Certificate, crypto.Signer, error) {
 		return nil, nil, err
 	}
 	return c, key, nil
+}
+
+// ensureKey loads the private key at path, or creates it.
+func ensureKey(path string) (crypto.Signer, error) {
+	key, err := keyutil.PrivateKeyFromFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			return nil, err
+		}
+		keyPEM, err := keyutil.MarshalPrivateKeyToPEM(k)
+		if err != nil {
+			return nil, err
+		}
+		return k, keyutil.WriteKey(path, keyPEM)
+	}
+	if err != nil {
+		return nil, err
+	}
+	signer, ok := key.(crypto.Signer)
+	if !ok {
+		return nil, fmt.Errorf("%s: not a signing key", path)
+	}
+	return signer, nil
 }
 
 // ensureLeaf loads <name>.crt/.key if present, signed by ca and accepted by

@@ -75,6 +75,9 @@ type front struct {
 	metrics *metrics
 	// fair shares request slots among heavens (nil: no limits).
 	fair *fairQueue
+	// heavenTokens, if set, authenticates a request to a heaven that authn
+	// did not by a token that heaven issued (its ServiceAccounts').
+	heavenTokens func(r *http.Request, heaven string) (*authenticator.Response, bool, error)
 }
 
 func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -82,6 +85,9 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	u := user.Info(loopbackUser)
 	if !isLoopback(ctx) {
 		resp, ok, err := f.authn.AuthenticateRequest(r)
+		if name, isHeaven := heavenOf(r); !ok && isHeaven && f.heavenTokens != nil {
+			resp, ok, err = f.heavenTokens(r, name)
+		}
 		switch {
 		case ok:
 			u = resp.User
@@ -106,8 +112,7 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.root.ServeHTTP(w, r)
 		return
 	}
-	// The name is checked as sent: an escaped "/" or "." in it is no name.
-	name, _, _ := strings.Cut(strings.TrimPrefix(r.URL.EscapedPath(), ClustersPrefix), "/")
+	name := heavenName(r)
 	if err := ValidateHeavenName(name); err != nil {
 		writeStatus(w, r, apierrors.NewBadRequest(err.Error()))
 		return
@@ -119,6 +124,22 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f.serveHeaven(w, r, name, path)
+}
+
+// heavenName is the heaven a request to /clusters/<name>/... names, as
+// sent: an escaped "/" or "." in it is no name.
+func heavenName(r *http.Request) string {
+	name, _, _ := strings.Cut(strings.TrimPrefix(r.URL.EscapedPath(), ClustersPrefix), "/")
+	return name
+}
+
+// heavenOf is the valid heaven name a request is for, if any.
+func heavenOf(r *http.Request) (string, bool) {
+	if !strings.HasPrefix(r.URL.Path, ClustersPrefix) {
+		return "", false
+	}
+	name := heavenName(r)
+	return name, ValidateHeavenName(name) == nil
 }
 
 // serveHeaven hands a request to the heaven's API server. Requests from

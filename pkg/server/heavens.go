@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/klog/v2"
 
 	"github.com/heaven-dev/heaven/pkg/heavenapi"
@@ -35,6 +36,8 @@ type apiServer interface {
 	Done() <-chan struct{}
 	Start()
 	Stop(ctx context.Context) error
+	// AuthenticateToken authenticates the heaven's ServiceAccount tokens.
+	AuthenticateToken(ctx context.Context, token string) (*authenticator.Response, bool, error)
 }
 
 // heavens starts heavens on their first request and stops them when idle,
@@ -134,14 +137,18 @@ func (hs *heavens) acquire(ctx context.Context, name string, count, waitReady bo
 // acquireRunning is acquire for a heaven that is already running: it never
 // starts one, and refuses one that is stopping.
 func (hs *heavens) acquireRunning(ctx context.Context, name string, count, waitReady bool) (apiServer, func(), error) {
-	hs.mu.Lock()
-	h, ok := hs.running[name]
-	running := ok && !h.stopping
-	hs.mu.Unlock()
-	if !running {
+	if !hs.isRunning(name) {
 		return nil, nil, errNotRunning
 	}
 	return hs.acquire(ctx, name, count, waitReady)
+}
+
+// isRunning says whether heaven name runs (or starts).
+func (hs *heavens) isRunning(name string) bool {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	h, ok := hs.running[name]
+	return ok && !h.stopping
 }
 
 // entry finds or creates the registry entry of a heaven.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/endpoints/request"
 )
 
@@ -82,6 +83,10 @@ func (f *fakeServer) Stop(ctx context.Context) error {
 }
 
 // becomeReady and stop are what the real server does by itself.
+func (f *fakeServer) AuthenticateToken(context.Context, string) (*authenticator.Response, bool, error) {
+	return nil, false, nil
+}
+
 func (f *fakeServer) becomeReady() { f.readyOnce.Do(func() { close(f.ready) }) }
 func (f *fakeServer) stop()        { f.doneOnce.Do(func() { close(f.done) }) }
 

@@ -170,12 +170,13 @@ func (c CompletedConfig) New() (_ *Server, err error) {
 	fair.waited = func(h string) { s.metrics.requestsWaited.WithLabelValues(h).Inc() }
 	fair.rejected = func(h string) { s.metrics.requestsRefused.WithLabelValues(h).Inc() }
 	s.front = &front{
-		fair:    fair,
-		heavens: s.heavens,
-		authn:   authn,
-		root:    s.rootHandler(),
-		public:  map[string]bool{"/healthz": true, "/livez": true, "/readyz": true, "/version": true},
-		metrics: s.metrics,
+		fair:         fair,
+		heavens:      s.heavens,
+		authn:        authn,
+		root:         s.rootHandler(),
+		public:       map[string]bool{"/healthz": true, "/livez": true, "/readyz": true, "/version": true},
+		metrics:      s.metrics,
+		heavenTokens: s.heavenTokens,
 	}
 	if err := s.pki.WriteKubeconfig(s.KubeconfigPath(), s.URL(), RootHeaven, "default"); err != nil {
 		return nil, fmt.Errorf("writing %s: %w", s.KubeconfigPath(), err)
@@ -331,6 +332,7 @@ func (s *Server) newHeaven(name string) (*heavenapi.Server, error) {
 		ExternalAddress: net.JoinHostPort(s.cfg.externalHost(), port),
 		Authorizers:     []authorization.Named{syncerAuthorizer(name)},
 		Admission:       plugins,
+		ServiceAccounts: s.serviceAccounts(name),
 	})
 }
 

@@ -33,12 +33,23 @@ func kubectlAs(t *testing.T, ts *framework.HeavenServer, user string, groups ...
 func kubectlAsWith(t *testing.T, ts *framework.HeavenServer, user, stdin string, groups ...string) userKubectl {
 	t.Helper()
 	cfg := scopedConfig(t, ts, "root", user, groups...)
+	return kubectlWith(t, ts, &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}, stdin)
+}
+
+// kubectlWithToken runs kubectl with a bearer token and nothing else.
+func kubectlWithToken(t *testing.T, ts *framework.HeavenServer, token string) userKubectl {
+	return kubectlWith(t, ts, &clientcmdapi.AuthInfo{Token: token}, "")
+}
+
+func kubectlWith(t *testing.T, ts *framework.HeavenServer, auth *clientcmdapi.AuthInfo, stdin string) userKubectl {
+	t.Helper()
+	cfg := scopedConfig(t, ts, "root", "nobody")
 	kubeconfig := clientcmdapi.NewConfig()
 	kubeconfig.Clusters["heaven"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kubeconfig.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
-	kubeconfig.Contexts["heaven"] = &clientcmdapi.Context{Cluster: "heaven", AuthInfo: user}
+	kubeconfig.AuthInfos["user"] = auth
+	kubeconfig.Contexts["heaven"] = &clientcmdapi.Context{Cluster: "heaven", AuthInfo: "user"}
 	kubeconfig.CurrentContext = "heaven"
-	path := filepath.Join(t.TempDir(), user+".kubeconfig")
+	path := filepath.Join(t.TempDir(), "kubeconfig")
 	require.NoError(t, clientcmd.WriteToFile(*kubeconfig, path))
 	return func(heaven string, args ...string) (string, error) {
 		cmd := exec.CommandContext(t.Context(), kubectlPath(t), append([]string{"--server", ts.HeavenURL(heaven), "--request-timeout", "60s"}, args...)...)
@@ -54,6 +65,12 @@ func forbidden(t *testing.T, out string, err error, what string) {
 	t.Helper()
 	require.Error(t, err, "%s: want Forbidden, got %s", what, out)
 	require.Regexp(t, `Forbidden|is forbidden`, out, what)
+}
+
+// unauthorized asserts that kubectl was answered 401.
+func unauthorized(t *testing.T, out, what string) {
+	t.Helper()
+	assert.Contains(t, out, "You must be logged in to the server", what)
 }
 
 // TestTenantsAreAuthorizedByTheirHeavensRBAC: each heaven is its own RBAC
@@ -163,4 +180,48 @@ func TestHeavenCreatorOwnsIt(t *testing.T) {
 		_, err := bob("alice-land", "get", "configmap", "hers")
 		return err == nil, nil
 	})
+}
+
+// TestServiceAccountTokensArePerHeaven: `kubectl create token` issues a
+// token that works in its heaven with what RBAC grants the ServiceAccount,
+// is refused (401) by every other heaven, and stops working once the
+// ServiceAccount is gone.
+func TestServiceAccountTokensArePerHeaven(t *testing.T) {
+	ts := framework.StartHeavenServer(t, nil)
+	for _, h := range []string{"team-a", "team-b"} {
+		ts.Kubectl(t, h, "", "create", "serviceaccount", "robot")
+		ts.Kubectl(t, h, "", "create", "rolebinding", "robot-views", "--clusterrole=view", "--serviceaccount=default:robot")
+		ts.Kubectl(t, h, "", "create", "configmap", "settings", "--from-literal=a=1")
+	}
+	token := strings.TrimSpace(ts.Kubectl(t, "team-a", "", "create", "token", "robot"))
+	robot := kubectlWithToken(t, ts, token)
+
+	out, err := robot("team-a", "get", "configmap", "settings")
+	require.NoError(t, err, out)
+	out, err = robot("team-a", "auth", "whoami", "-o", "jsonpath={.status.userInfo.username} {.status.userInfo.groups}")
+	require.NoError(t, err, out)
+	assert.Equal(t, `system:serviceaccount:default:robot ["system:serviceaccounts","system:serviceaccounts:default","system:authenticated"]`, out)
+	out, err = robot("team-a", "create", "configmap", "mine")
+	forbidden(t, out, err, "view does not create")
+	out, err = robot("team-a", "get", "configmaps", "-n", "kube-system")
+	forbidden(t, out, err, "the binding is in default only")
+
+	out, err = robot("team-b", "get", "configmap", "settings")
+	require.Error(t, err, "team-a's token in team-b: %s", out)
+	unauthorized(t, out, "a token of team-a is no credential in team-b, though team-b has a default:robot too")
+	out, err = robot("root", "get", "heavens")
+	require.Error(t, err, out)
+	unauthorized(t, out, "in root")
+
+	review := ts.Kubectl(t, "team-a", `{"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","spec":{"token":"`+token+`"}}`,
+		"create", "-f", "-", "-o", "jsonpath={.status.authenticated} {.status.user.username}")
+	assert.Equal(t, "true system:serviceaccount:default:robot", review, "TokenReview in the issuing heaven")
+	review = ts.Kubectl(t, "team-b", `{"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","spec":{"token":"`+token+`"}}`,
+		"create", "-f", "-", "-o", "jsonpath=[{.status.authenticated}] [{.status.user.username}]")
+	assert.Equal(t, "[] []", review, "TokenReview in another heaven: not authenticated")
+
+	ts.Kubectl(t, "team-a", "", "delete", "serviceaccount", "robot")
+	out, err = robot("team-a", "get", "configmap", "settings")
+	require.Error(t, err, "the token of a deleted ServiceAccount: %s", out)
+	unauthorized(t, out, "the ServiceAccount is gone")
 }
