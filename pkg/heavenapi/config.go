@@ -57,6 +57,8 @@ type Config struct {
 	// ServiceAccounts, if set, makes the heaven issue and accept
 	// ServiceAccount tokens.
 	ServiceAccounts *ServiceAccounts
+	// Audit, if set, is the audit log the heaven's requests go to.
+	Audit *Audit
 }
 
 // userFromContext authenticates a request by the user heaven-server's front
@@ -85,6 +87,10 @@ func (c *Config) genericConfig(policy *authorization.Policy) (*genericapiserver.
 	}
 	gc.Authorization.Authorizer = authz
 	gc.RuleResolver = rules
+	if c.Audit != nil && c.Audit.Backend != nil {
+		gc.AuditBackend = newHeavenAudit(c.Name, c.Audit.Backend)
+		gc.AuditPolicyRuleEvaluator = c.Audit.Policy
+	}
 	gc.EnableMetrics = false // heaven-server serves /metrics once, with a heaven label
 	gc.EnableProfiling = false
 	gc.RESTOptionsGetter = &storage.Getter{Heaven: c.Name, Clients: c.Clients, Codec: typedCodec, Ephemeral: c.Ephemeral}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	genericoptions "k8s.io/apiserver/pkg/server/options"
 
 	"github.com/heaven-dev/heaven/pkg/syncer/install"
 )
@@ -31,6 +32,10 @@ type Options struct {
 	// AuthenticationConfig is kube-apiserver's structured authentication
 	// configuration file: JWT (OIDC) issuers whose tokens authenticate.
 	AuthenticationConfig string
+
+	// Audit is kube-apiserver's audit log options (--audit-policy-file,
+	// --audit-log-path, …); every heaven's requests go to one log.
+	Audit *genericoptions.AuditOptions
 
 	// Fair sharing of request slots among heavens (fairqueue.go).
 	MaxRequestsInflight          int
@@ -79,6 +84,7 @@ func NewOptions() *Options {
 		SyncerImage:                install.DefaultImage,
 		PreReceiveHook:             true,
 		MaxRequestsQueuedPerHeaven: 200,
+		Audit:                      genericoptions.NewAuditOptions(),
 	}
 }
 
@@ -125,6 +131,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Split every Deployment labelled heaven.dev/split into one Deployment per SyncTarget of its heaven (or per target named in its heaven.dev/split-targets annotation), each labelled for its target with a share of the replicas, and sum their status into it. Runs in heavens that SyncTargets point at.")
 	fs.StringVar(&o.SyncerImage, "syncer-image", o.SyncerImage,
 		"Container image of the syncer that the cluster controller installs (make image builds "+install.DefaultImage+").")
+	// --audit-policy-file, --audit-log-path, --audit-webhook-config-file…
+	// as kube-apiserver has them.
+	o.Audit.AddFlags(fs)
 }
 
 // Validate returns every problem of the options.
@@ -151,6 +160,7 @@ func (o *Options) Validate() []error {
 	if o.CompactionInterval < 0 {
 		errs = append(errs, fmt.Errorf("--compaction-interval must not be negative"))
 	}
+	errs = append(errs, o.Audit.Validate()...)
 	if o.ClusterController && o.SyncerImage == "" {
 		errs = append(errs, fmt.Errorf("--syncer-image must not be empty"))
 	}

@@ -81,6 +81,7 @@ type Server struct {
 	objectFiles *objectfile.Reader // reads files committed from outside
 	outside     *outsideFiles      // the files of open branches that are not served
 
+	audit      *auditLog // nil: no audit log
 	ephemeral  map[schema.GroupResource]bool
 	heavenCtrl atomic.Pointer[heavenctrl.Controller]
 	rootReady  chan struct{} // closed once heavenCtrl is set
@@ -114,6 +115,9 @@ func (c CompletedConfig) New() (_ *Server, err error) {
 	}()
 	for _, r := range c.EphemeralResources {
 		s.ephemeral[schema.ParseGroupResource(r)] = true
+	}
+	if s.audit, err = newAuditLog(c.Audit); err != nil {
+		return nil, fmt.Errorf("audit log: %w", err)
 	}
 	if s.pki, err = pki.Ensure(filepath.Join(c.DataDir, "pki"), []string{c.externalHost()}); err != nil {
 		return nil, fmt.Errorf("certificates: %w", err)
@@ -272,6 +276,7 @@ func (s *Server) close(ctx context.Context) {
 	if s.etcd != nil {
 		s.etcd.close()
 	}
+	s.audit.close()
 	_ = s.lock.Close() // last: everything in the directory is closed
 }
 
@@ -333,6 +338,7 @@ func (s *Server) newHeaven(name string) (*heavenapi.Server, error) {
 		Authorizers:     []authorization.Named{syncerAuthorizer(name)},
 		Admission:       plugins,
 		ServiceAccounts: s.serviceAccounts(name),
+		Audit:           s.audit.heavens(),
 	})
 }
 
