@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -20,6 +19,7 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/responsewriter"
 	"k8s.io/klog/v2"
 
+	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
 	"github.com/heaven-dev/heaven/pkg/authorization"
 )
 
@@ -27,22 +27,10 @@ import (
 const ClustersPrefix = "/clusters/"
 
 // MaxHeavenNameLength keeps a heaven name a DNS label (and a short branch).
-const MaxHeavenNameLength = 63
+const MaxHeavenNameLength = v1alpha1.MaxHeavenNameLength
 
-var heavenNameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
-
-// ValidateHeavenName accepts DNS labels: lowercase letters, digits and '-',
-// starting and ending with a letter or digit, at most 63 characters. Such a
-// name is also a safe git branch name and URL path segment.
-func ValidateHeavenName(name string) error {
-	if len(name) > MaxHeavenNameLength {
-		return fmt.Errorf("heaven name %q is longer than %d characters", name, MaxHeavenNameLength)
-	}
-	if !heavenNameRE.MatchString(name) {
-		return fmt.Errorf("heaven name %q is not valid: want lowercase letters, digits and '-', starting and ending with a letter or digit", name)
-	}
-	return nil
-}
+// ValidateHeavenName accepts DNS labels (v1alpha1.ValidateHeavenName).
+var ValidateHeavenName = v1alpha1.ValidateHeavenName
 
 // AdministratorsGroup is, besides system:masters, the group of server
 // administrators: allowed everything in every heaven.
@@ -129,7 +117,13 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // heavenName is the heaven a request to /clusters/<name>/... names, as
 // sent: an escaped "/" or "." in it is no name.
 func heavenName(r *http.Request) string {
-	name, _, _ := strings.Cut(strings.TrimPrefix(r.URL.EscapedPath(), ClustersPrefix), "/")
+	sent := r.URL.EscapedPath()
+	if strings.HasPrefix(r.RequestURI, ClustersPrefix) {
+		// The request line itself: EscapedPath re-escapes a path whose
+		// escapes are not canonical, and an escaped "/" would split.
+		sent, _, _ = strings.Cut(r.RequestURI, "?")
+	}
+	name, _, _ := strings.Cut(strings.TrimPrefix(sent, ClustersPrefix), "/")
 	return name
 }
 

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
 	"github.com/heaven-dev/heaven/pkg/pki"
 )
 
@@ -32,7 +34,7 @@ type frontEnv struct {
 	admin, syncer, unknownCA *x509.Certificate
 }
 
-func newFrontEnv(t *testing.T) *frontEnv {
+func newFrontEnv(t testing.TB) *frontEnv {
 	t.Helper()
 	o := NewOptions()
 	o.DataDir = t.TempDir()
@@ -58,7 +60,7 @@ func newFrontEnv(t *testing.T) *frontEnv {
 }
 
 // clientCert issues a client certificate of b's CA.
-func clientCert(t *testing.T, b *pki.Bundle, user string, groups ...string) *x509.Certificate {
+func clientCert(t testing.TB, b *pki.Bundle, user string, groups ...string) *x509.Certificate {
 	t.Helper()
 	certPEM, _, err := b.IssueClientCert(user, groups, time.Hour)
 	require.NoError(t, err)
@@ -277,4 +279,29 @@ func TestFrontLoopback(t *testing.T) {
 
 	after := e.metrics(t, `heaven_requests_total{code="200",heaven="awake",verb="GET"}`)
 	assert.Equal(t, before[0]+1, after[0], "the admin's request only")
+}
+
+// FuzzFrontHeavenNames: whatever a client puts where the heaven's name
+// goes, the front answers 400 for a name that is not a heaven name and
+// never fails otherwise (no panic, no 5xx from the name).
+func FuzzFrontHeavenNames(f *testing.F) {
+	e := newFrontEnv(f)
+	for _, seed := range []string{"team-a", "team/x", "team%2Fx", "..", "a.lock", "ROOT", "", "%00", strings.Repeat("a", 64)} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		target := "/clusters/" + name + "/api"
+		if _, err := url.ParseRequestURI(target); err != nil || strings.ContainsAny(name, "/?# \t\r\n") {
+			return // not one path segment a client could send
+		}
+		resp := e.serve(http.MethodGet, target, e.admin)
+		_ = resp.Body.Close()
+		valid := v1alpha1.ValidateHeavenName(name) == nil
+		switch {
+		case valid && resp.StatusCode != http.StatusOK:
+			t.Fatalf("%s: %d for a valid name", target, resp.StatusCode)
+		case !valid && resp.StatusCode != http.StatusBadRequest && resp.StatusCode != http.StatusNotFound:
+			t.Fatalf("%s: %d, want 400", target, resp.StatusCode)
+		}
+	})
 }

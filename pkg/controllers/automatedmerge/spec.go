@@ -9,7 +9,6 @@ import (
 	builtin "github.com/heaven-dev/heaven/pkg/builtin"
 
 	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
-	"github.com/heaven-dev/heaven/pkg/gitstore"
 	"github.com/heaven-dev/heaven/pkg/merge"
 )
 
@@ -35,7 +34,7 @@ type plan struct {
 func compile(spec v1alpha1.AutomatedMergeSpec, ephemeral func(resource string) bool) (*plan, error) {
 	p := &plan{target: spec.Target, onChange: true, interval: defaultInterval}
 	var errs []error
-	if err := gitstore.ValidateBranchName(spec.Target); err != nil || spec.Target == "" {
+	if err := v1alpha1.ValidateHeavenName(spec.Target); err != nil {
 		errs = append(errs, fmt.Errorf("target %q is not a heaven name", spec.Target))
 	}
 	if len(spec.Sources) == 0 {
@@ -44,7 +43,7 @@ func compile(spec v1alpha1.AutomatedMergeSpec, ephemeral func(resource string) b
 	seen := map[string]bool{}
 	for _, s := range spec.Sources {
 		switch {
-		case gitstore.ValidateBranchName(s) != nil:
+		case v1alpha1.ValidateHeavenName(s) != nil:
 			errs = append(errs, fmt.Errorf("source %q is not a heaven name", s))
 		case s == spec.Target:
 			errs = append(errs, fmt.Errorf("source %q is the target", s))
