@@ -1,7 +1,7 @@
 // Command bench-server runs heaven-server in this process and measures it
 // end to end, through client-go over HTTPS, as a user of many heavens would.
 //
-// Two phases:
+// Three phases:
 //
 //	load   for each storage backend (--storage=git, then --storage=etcd, each
 //	       on a fresh data directory, alternating which goes first), N heavens
@@ -15,10 +15,14 @@
 //	       creates the active heavens (a CRD, 3 configmaps and a widget each)
 //	       and the process RSS is measured before and after. Finally the
 //	       first request to 20 stopped heavens is timed (cold start).
+//	rbac   git only. The load phase as a tenant whose rights the heavens'
+//	       RBAC decides (a ClusterRoleBinding to cluster-admin) against as
+//	       the admin (system:masters, allowed before RBAC), alternating;
+//	       tenant/admin ratios of the medians: the cost of authorization.
 //
 // The last line is
 //
-//	RESULT write_ratio=… read_ratio=… active_heaven_mib=… heavens=… active=… rss_gib=… cold_start_ms_p50=…
+//	RESULT write_ratio=… read_ratio=… active_heaven_mib=… heavens=… active=… rss_gib=… cold_start_ms_p50=… rbac_write_ratio=… rbac_read_ratio=…
 package main
 
 import (
@@ -29,6 +33,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
@@ -41,6 +46,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -53,6 +59,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
+	"github.com/heaven-dev/heaven/pkg/pki"
 	"github.com/heaven-dev/heaven/pkg/server"
 	"github.com/heaven-dev/heaven/test/e2e/framework"
 )
@@ -91,7 +98,7 @@ func main() {
 	flag.IntVar(&cfg.coldStarts, "cold-starts", 20, "scale phase: stopped heavens whose first request is timed")
 	flag.IntVar(&cfg.parallel, "parallel", 8, "scale phase: heavens created concurrently")
 	flag.DurationVar(&cfg.shortIdle, "short-idle", 2*time.Second, "scale phase: idle timeout of the server that creates the heavens that end up stopped")
-	flag.StringVar(&cfg.phases, "phases", "load,scale", "phases to run, comma-separated (a phase not run reports 0 in RESULT)")
+	flag.StringVar(&cfg.phases, "phases", "load,rbac,scale", "phases to run, comma-separated (a phase not run reports 0 in RESULT)")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the data directories (their paths are printed)")
 	flag.BoolVar(&cfg.verbose, "verbose", false, "show heaven-server's log")
 	flag.StringVar(&cfg.cpuProfile, "cpuprofile", "", "load phase: write a CPU profile (go tool pprof) of the first write phase with git storage here")
@@ -121,6 +128,7 @@ func main() {
 
 	var res struct {
 		writeRatio, readRatio, activeMiB, rssGiB, coldP50 float64
+		rbacWriteRatio, rbacReadRatio                     float64
 		heavens, active                                   int
 	}
 	if phases["load"] {
@@ -130,6 +138,13 @@ func main() {
 		}
 		res.writeRatio, res.readRatio = w, r
 	}
+	if phases["rbac"] {
+		w, r, err := rbacPhase(cfg)
+		if err != nil {
+			fail(err)
+		}
+		res.rbacWriteRatio, res.rbacReadRatio = w, r
+	}
 	if phases["scale"] {
 		s, err := scalePhase(cfg)
 		if err != nil {
@@ -137,8 +152,8 @@ func main() {
 		}
 		res.activeMiB, res.rssGiB, res.coldP50, res.heavens, res.active = s.activeMiB, s.rssGiB, s.coldP50, s.heavens, s.active
 	}
-	fmt.Printf("RESULT write_ratio=%.2f read_ratio=%.2f active_heaven_mib=%.2f heavens=%d active=%d rss_gib=%.2f cold_start_ms_p50=%.2f\n",
-		res.writeRatio, res.readRatio, res.activeMiB, res.heavens, res.active, res.rssGiB, res.coldP50)
+	fmt.Printf("RESULT write_ratio=%.2f read_ratio=%.2f active_heaven_mib=%.2f heavens=%d active=%d rss_gib=%.2f cold_start_ms_p50=%.2f rbac_write_ratio=%.2f rbac_read_ratio=%.2f\n",
+		res.writeRatio, res.readRatio, res.activeMiB, res.heavens, res.active, res.rssGiB, res.coldP50, res.rbacWriteRatio, res.rbacReadRatio)
 }
 
 func fail(err error) {
@@ -206,6 +221,82 @@ func (bs *benchServer) restConfig(name string) *rest.Config {
 	c := bs.RESTConfig(name)
 	c.QPS, c.Burst = -1, 0
 	return c
+}
+
+// tenantConfig binds cluster-admin to tenantUser in heaven name and
+// returns a config with a certificate of that user.
+func (bs *benchServer) tenantConfig(ctx context.Context, name string) (*rest.Config, error) {
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: tenantUser},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: tenantUser}},
+	}
+	admin := kubernetes.NewForConfigOrDie(bs.restConfig(name))
+	if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		return nil, err
+	}
+	ca, err := pki.LoadCA(filepath.Join(bs.DataDir, "pki"))
+	if err != nil {
+		return nil, err
+	}
+	certPEM, keyPEM, err := ca.IssueClientCert(tenantUser, nil, time.Hour)
+	if err != nil {
+		return nil, err
+	}
+	c := rest.AnonymousClientConfig(bs.restConfig(name))
+	c.CertData, c.KeyData = certPEM, keyPEM
+	// Wait until the binding is in effect.
+	tenant := kubernetes.NewForConfigOrDie(c)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := tenant.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{Limit: 1})
+		if err == nil {
+			return c, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("the tenant's binding never took effect: %w", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// rbacPhase compares load runs as a tenant whose rights RBAC decides with
+// runs as the admin, alternating, on git storage: the cost of
+// authorization. Ratios are tenant/admin of the medians.
+func rbacPhase(cfg config) (writeRatio, readRatio float64, err error) {
+	fmt.Printf("# rbac: the load phase as %s (cluster-admin by a ClusterRoleBinding) against as the admin (system:masters), git storage, %d runs each\n", tenantUser, cfg.runs)
+	var admin, tenant []loadRun
+	for run := 0; run < cfg.runs; run++ {
+		order := []bool{false, true}
+		if run%2 == 1 {
+			slices.Reverse(order)
+		}
+		for _, asTenant := range order {
+			r, err := loadAs(cfg, server.StorageGit, asTenant)
+			if err != nil {
+				return 0, 0, fmt.Errorf("rbac run %d (tenant %v): %w", run+1, asTenant, err)
+			}
+			who := "admin"
+			if asTenant {
+				who = "tenant"
+				tenant = append(tenant, r)
+			} else {
+				admin = append(admin, r)
+			}
+			fmt.Printf("run=%d as=%s write_ops/s=%.1f (errors %d) read_ops/s=%.1f (errors %d)\n", run+1, who, r.writes, r.writeErrs, r.reads, r.readErrs)
+		}
+	}
+	med := func(rs []loadRun, f func(loadRun) float64) float64 {
+		var v []float64
+		for _, r := range rs {
+			v = append(v, f(r))
+		}
+		return median(v)
+	}
+	writes, reads := func(r loadRun) float64 { return r.writes }, func(r loadRun) float64 { return r.reads }
+	fmt.Printf("median admin write_ops/s=%.1f read_ops/s=%.1f; tenant write_ops/s=%.1f read_ops/s=%.1f\n",
+		med(admin, writes), med(admin, reads), med(tenant, writes), med(tenant, reads))
+	return ratio(med(tenant, writes), med(admin, writes)), ratio(med(tenant, reads), med(admin, reads)), nil
 }
 
 // activeHeavens reads heaven_active_heavens from /metrics.
@@ -345,7 +436,15 @@ func ratio(a, b float64) float64 {
 // cpuProfiled: the CPU profile (-cpuprofile) was taken.
 var cpuProfiled bool
 
-func loadOnce(cfg config, storage string) (loadRun, error) {
+func loadOnce(cfg config, storage string) (loadRun, error) { return loadAs(cfg, storage, false) }
+
+// tenantUser is who the rbac phase's tenant runs are made as: bound to
+// cluster-admin in each heaven by RBAC, where the admin is a member of
+// system:masters, allowed before RBAC is asked.
+const tenantUser = "bench-tenant"
+
+// loadAs is one load run, as the admin or, with tenant, as tenantUser.
+func loadAs(cfg config, storage string, tenant bool) (loadRun, error) {
 	var r loadRun
 	bs, err := startServer(storage, time.Hour, "", cfg.keep)
 	if err != nil {
@@ -361,9 +460,15 @@ func loadOnce(cfg config, storage string) (loadRun, error) {
 	hcs := make([]heavenClients, cfg.heavens)
 	ctx := context.Background()
 	for i := range hcs {
-		rc := bs.restConfig(fmt.Sprintf("load-%d", i))
+		name := fmt.Sprintf("load-%d", i)
+		rc := bs.restConfig(name)
 		if err := installCRD(ctx, rc); err != nil {
-			return r, fmt.Errorf("heaven load-%d: %w", i, err)
+			return r, fmt.Errorf("heaven %s: %w", name, err)
+		}
+		if tenant {
+			if rc, err = bs.tenantConfig(ctx, name); err != nil {
+				return r, fmt.Errorf("heaven %s: %w", name, err)
+			}
 		}
 		hcs[i] = heavenClients{kubernetes.NewForConfigOrDie(rc), dynamic.NewForConfigOrDie(rc)}
 	}
