@@ -10,6 +10,11 @@
 package authorization
 
 import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
@@ -22,11 +27,15 @@ import (
 type Named = union.NamedAuthorizer
 
 // New returns the authorizer and rule resolver of a heaven whose RBAC
-// policy is p: administrators first (no lookup at all), then before,
-// then RBAC.
-func New(p *Policy, before ...Named) (authorizer.Authorizer, authorizer.RuleResolver, error) {
+// policy is p: administrators first (no lookup at all), then a refusal to
+// let anybody else act as a member of a protected group (besides
+// system:masters and heaven:admins), then before, then RBAC.
+func New(p *Policy, protected []string, before ...Named) (authorizer.Authorizer, authorizer.RuleResolver, error) {
 	rbacAuthorizer := rbac.New(p, p, p, p)
-	chain := []Named{{AuthorizerName: "administrators", Authorizer: authorizerfactory.NewPrivilegedGroups(user.SystemPrivilegedGroup, AdministratorsGroup)}}
+	chain := []Named{
+		{AuthorizerName: "administrators", Authorizer: authorizerfactory.NewPrivilegedGroups(user.SystemPrivilegedGroup, AdministratorsGroup)},
+		{AuthorizerName: "protected-groups", Authorizer: protectGroups(append([]string{user.SystemPrivilegedGroup, AdministratorsGroup}, protected...))},
+	}
 	chain = append(chain, before...)
 	chain = append(chain, Named{AuthorizerName: "rbac", Authorizer: rbacAuthorizer})
 	a, err := union.New(chain...)
@@ -34,6 +43,22 @@ func New(p *Policy, before ...Named) (authorizer.Authorizer, authorizer.RuleReso
 		return nil, nil, err
 	}
 	return a, rbacAuthorizer, nil
+}
+
+// protectGroups denies impersonating a member of groups: RBAC may let a
+// tenant impersonate ("*" on "*", as cluster-admin of its heaven does),
+// but never into a group that heaven-server trusts beyond RBAC.
+func protectGroups(groups []string) authorizer.Authorizer {
+	return authorizer.AuthorizerFunc(func(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+		// "impersonate", and constrained impersonation's "impersonate:user-info"…
+		if !strings.HasPrefix(a.GetVerb(), "impersonate") || a.GetResource() != "groups" {
+			return authorizer.DecisionNoOpinion, "", nil
+		}
+		if slices.Contains(groups, a.GetName()) {
+			return authorizer.DecisionDeny, fmt.Sprintf("only server administrators may act as members of %s", a.GetName()), nil
+		}
+		return authorizer.DecisionNoOpinion, "", nil
+	})
 }
 
 // IsAdministrator says whether u is a server administrator.

@@ -38,6 +38,9 @@ type MergeRequest struct {
 	// A merge commit without changes takes no revision and no watcher
 	// sees it, as a pushed commit that changes no value file.
 	Join bool
+	// Author is who the merge is made for (a Kubernetes user name); empty:
+	// the store's own signature.
+	Author string
 }
 
 // MergeResult says what Merge wrote.
@@ -106,7 +109,7 @@ func mergeTxn(req MergeRequest) (*Txn, error) {
 	sort.Strings(keys)
 	deletes := append([]string(nil), req.Deletes...)
 	sort.Strings(deletes)
-	txn := &Txn{}
+	txn := &Txn{Author: req.Author}
 	for _, k := range keys {
 		if k == "" {
 			return nil, ErrEmptyKey

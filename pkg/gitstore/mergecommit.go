@@ -47,6 +47,8 @@ type MergeCommitOptions struct {
 	Include func(resource string) bool
 	// Message is the merge commit's subject.
 	Message string
+	// Author is who the merge is made for (MergeRequest.Author).
+	Author string
 	// Attempts bounds how often the merge is computed again when the
 	// target's head moved meanwhile (default 3); then ErrHeadMoved.
 	Attempts int
@@ -142,7 +144,7 @@ func mergeOnce(ctx context.Context, commits CommitReader, target MergeTarget, so
 		out.Blocked = true
 		return out, nil
 	}
-	req := MergeRequest{ExpectedHead: head, SecondParent: source, Puts: map[string][]byte{}, Message: opts.Message}
+	req := MergeRequest{ExpectedHead: head, SecondParent: source, Puts: map[string][]byte{}, Message: opts.Message, Author: opts.Author}
 	for _, ch := range res.Changes {
 		if ch.Deleted {
 			req.Deletes = append(req.Deletes, ch.Key)

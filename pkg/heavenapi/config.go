@@ -51,6 +51,9 @@ type Config struct {
 	// Authorizers decide before the heaven's RBAC (and after server
 	// administrators, who may do everything); see pkg/authorization.
 	Authorizers []authorization.Named
+	// ProtectedGroups can't be impersonated but by server administrators
+	// (nor can system:masters and heaven:admins).
+	ProtectedGroups []string
 	// Admission plugins run before Kubernetes' (root's records who
 	// creates a Heaven).
 	Admission []admission.Interface
@@ -81,7 +84,7 @@ func (c *Config) genericConfig(policy *authorization.Policy) (*genericapiserver.
 	gc.ExternalAddress = c.ExternalAddress
 	gc.LoopbackClientConfig = c.Loopback
 	gc.Authentication.Authenticator = userFromContext
-	authz, rules, err := authorization.New(policy, c.Authorizers...)
+	authz, rules, err := authorization.New(policy, c.ProtectedGroups, c.Authorizers...)
 	if err != nil {
 		return nil, nil, err
 	}

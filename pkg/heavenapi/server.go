@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
@@ -37,6 +38,7 @@ type Server struct {
 	handler http.Handler
 	kube    kubernetes.Interface
 	tokens  authenticator.Token // the heaven's ServiceAccount tokens
+	authz   authorizer.UnconditionalAuthorizer
 	run     func(context.Context) error
 	signals func() map[string]<-chan struct{}
 
@@ -53,6 +55,7 @@ func New(c Config) (*Server, error) {
 	loopback := c.sharedLoopback()
 	c.Loopback = loopback.config
 	s, run, kube, err := c.build()
+	authz := s.Authorizer
 	if err != nil {
 		return nil, fmt.Errorf("heaven %s: %w", c.Name, err)
 	}
@@ -66,6 +69,7 @@ func New(c Config) (*Server, error) {
 		handler: s.Handler,
 		kube:    kube,
 		tokens:  tokens,
+		authz:   authz,
 		done:    make(chan struct{}),
 		ready:   make(chan struct{}),
 		failed:  make(chan struct{}),
@@ -76,6 +80,12 @@ func New(c Config) (*Server, error) {
 	}
 	srv.signals = s.MuxAndDiscoveryCompleteSignals
 	return srv, nil
+}
+
+// Authorize answers as the heaven's authorizer: server administrators,
+// then the heaven's RBAC.
+func (s *Server) Authorize(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+	return s.authz.Authorize(ctx, a)
 }
 
 // Handler serves the heaven's API; paths are without /clusters/<name>.

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
 	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/endpoints/responsewriter"
@@ -66,6 +67,10 @@ type front struct {
 	// heavenTokens, if set, authenticates a request to a heaven that authn
 	// did not by a token that heaven issued (its ServiceAccounts').
 	heavenTokens func(r *http.Request, heaven string) (*authenticator.Response, bool, error)
+	// authorizeRoot decides who reaches heaven-server's own endpoints
+	// (/metrics…) besides the public ones: the root heaven's authorizer
+	// (administrators, and whom root's RBAC grants the path). nil: all.
+	authorizeRoot func(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string, error)
 }
 
 func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -96,6 +101,18 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if scoped && !f.public[r.URL.Path] {
 			writeStatus(w, r, scope.forbidden(u, r))
 			return
+		}
+		if !f.public[r.URL.Path] && f.authorizeRoot != nil {
+			a := authorizer.AttributesRecord{User: u, Verb: strings.ToLower(r.Method), Path: r.URL.Path}
+			if decision, _, err := f.authorizeRoot(ctx, a); decision != authorizer.DecisionAllow {
+				if err != nil {
+					klog.V(2).InfoS("Authorizing a request to heaven-server's own endpoints", "path", r.URL.Path, "err", err)
+				}
+				writeStatus(w, r, apierrors.NewForbidden(schema.GroupResource{}, "", fmt.Errorf(
+					"user %q cannot %s path %q: heaven-server's own endpoints are for server administrators and whom the %s heaven's RBAC grants the path",
+					u.GetName(), a.Verb, r.URL.Path, RootHeaven)))
+				return
+			}
 		}
 		f.root.ServeHTTP(w, r)
 		return

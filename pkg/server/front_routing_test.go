@@ -51,7 +51,7 @@ func newFrontEnv(t testing.TB) *frontEnv {
 	// it); the server's own answer needs root running.
 	s.heavens.allowed = func(context.Context, string) (bool, error) { return true, nil }
 
-	e.admin = clientCert(t, s.pki, "jane", "developers")
+	e.admin = clientCert(t, s.pki, "jane", AdministratorsGroup)
 	e.syncer = clientCert(t, s.pki, pki.SyncerUser("team-a", "east"), pki.SyncerGroup)
 	other, err := pki.Ensure(t.TempDir(), nil)
 	require.NoError(t, err)
@@ -304,4 +304,27 @@ func FuzzFrontHeavenNames(f *testing.F) {
 			t.Fatalf("%s: %d, want 400", target, resp.StatusCode)
 		}
 	})
+}
+
+// TestOwnEndpointsAreForAdministrators: heaven-server's /metrics (and any
+// other endpoint of its own that is not public) answers server
+// administrators and whom root's RBAC grants it; a tenant gets 403.
+func TestOwnEndpointsAreForAdministrators(t *testing.T) {
+	e := newFrontEnv(t)
+	tenant := clientCert(t, e.s.pki, "alice", "developers")
+	for _, tc := range []struct {
+		path string
+		cert *x509.Certificate
+		want int
+	}{
+		{"/metrics", e.admin, http.StatusOK},
+		{"/metrics", tenant, http.StatusForbidden},
+		{"/debug/pprof/", tenant, http.StatusForbidden},
+		{"/healthz", tenant, http.StatusOK},
+		{"/version", nil, http.StatusOK},
+	} {
+		resp := e.serve(http.MethodGet, tc.path, tc.cert)
+		_ = resp.Body.Close()
+		assert.Equal(t, tc.want, resp.StatusCode, tc.path)
+	}
 }

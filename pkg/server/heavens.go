@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/klog/v2"
 
 	"github.com/heaven-dev/heaven/pkg/heavenapi"
@@ -38,6 +39,8 @@ type apiServer interface {
 	Stop(ctx context.Context) error
 	// AuthenticateToken authenticates the heaven's ServiceAccount tokens.
 	AuthenticateToken(ctx context.Context, token string) (*authenticator.Response, bool, error)
+	// Authorize answers as the heaven's authorizer.
+	Authorize(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string, error)
 }
 
 // heavens starts heavens on their first request and stops them when idle,

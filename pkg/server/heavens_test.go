@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/endpoints/request"
 )
 
@@ -85,6 +86,10 @@ func (f *fakeServer) Stop(ctx context.Context) error {
 // becomeReady and stop are what the real server does by itself.
 func (f *fakeServer) AuthenticateToken(context.Context, string) (*authenticator.Response, bool, error) {
 	return nil, false, nil
+}
+
+func (f *fakeServer) Authorize(context.Context, authorizer.Attributes) (authorizer.Decision, string, error) {
+	return authorizer.DecisionNoOpinion, "", nil
 }
 
 func (f *fakeServer) becomeReady() { f.readyOnce.Do(func() { close(f.ready) }) }

@@ -40,6 +40,7 @@ func (s *Server) startMergeController(ctx context.Context, cfg *rest.Config) {
 			return repo.Branch(ctx, name)
 		},
 		Ephemeral: s.ephemeralResource,
+		Authorize: s.authorizeIn,
 	})
 	s.mergeCtrl.Store(ctrl)
 	go ctrl.Run(ctx, 2)

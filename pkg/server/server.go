@@ -21,6 +21,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -32,6 +33,7 @@ import (
 	mergectrl "github.com/heaven-dev/heaven/pkg/controllers/automatedmerge"
 	heavenctrl "github.com/heaven-dev/heaven/pkg/controllers/heaven"
 	remotectrl "github.com/heaven-dev/heaven/pkg/controllers/remote"
+	"github.com/heaven-dev/heaven/pkg/deputy"
 	"github.com/heaven-dev/heaven/pkg/githook"
 	"github.com/heaven-dev/heaven/pkg/gitstore"
 	"github.com/heaven-dev/heaven/pkg/heavenapi"
@@ -181,6 +183,9 @@ func (c CompletedConfig) New() (_ *Server, err error) {
 		public:       map[string]bool{"/healthz": true, "/livez": true, "/readyz": true, "/version": true},
 		metrics:      s.metrics,
 		heavenTokens: s.heavenTokens,
+		authorizeRoot: func(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+			return s.authorizeIn(ctx, RootHeaven, a)
+		},
 	}
 	if err := s.pki.WriteKubeconfig(s.KubeconfigPath(), s.URL(), RootHeaven, "default"); err != nil {
 		return nil, fmt.Errorf("writing %s: %w", s.KubeconfigPath(), err)
@@ -327,7 +332,7 @@ func (s *Server) newHeaven(name string) (*heavenapi.Server, error) {
 	}
 	var plugins []admission.Interface
 	if name == RootHeaven {
-		plugins = append(plugins, heavencreator.New())
+		plugins = append(plugins, heavencreator.New(), deputy.New(s.authorizeIn, s.branchExists))
 	}
 	return heavenapi.New(heavenapi.Config{
 		Name:            name,
@@ -336,6 +341,7 @@ func (s *Server) newHeaven(name string) (*heavenapi.Server, error) {
 		Loopback:        s.loopbackConfig(name),
 		ExternalAddress: net.JoinHostPort(s.cfg.externalHost(), port),
 		Authorizers:     []authorization.Named{syncerAuthorizer(name)},
+		ProtectedGroups: []string{pki.SyncerGroup},
 		Admission:       plugins,
 		ServiceAccounts: s.serviceAccounts(name),
 		Audit:           s.audit.heavens(),

@@ -26,6 +26,7 @@ import (
 
 	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
 	"github.com/heaven-dev/heaven/pkg/controllers/internal/reconcileloop"
+	"github.com/heaven-dev/heaven/pkg/deputy"
 	"github.com/heaven-dev/heaven/pkg/gitstore"
 )
 
@@ -46,6 +47,9 @@ type Branches struct {
 	// Ephemeral says whether a resource ("<group or core>/<resource>") is
 	// stored outside git; those never merge.
 	Ephemeral func(resource string) bool
+	// Authorize, if set, asks a heaven's authorizer whether the user a
+	// merge acts for may do what it does there (pkg/deputy).
+	Authorize deputy.Authorizer
 }
 
 // Controller reconciles AutomatedMerge objects.

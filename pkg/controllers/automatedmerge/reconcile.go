@@ -17,6 +17,7 @@ import (
 	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
 	"github.com/heaven-dev/heaven/pkg/controllers/internal/conflictreport"
 	"github.com/heaven-dev/heaven/pkg/controllers/internal/unstructuredconv"
+	"github.com/heaven-dev/heaven/pkg/deputy"
 	"github.com/heaven-dev/heaven/pkg/gitstore"
 )
 
@@ -50,13 +51,30 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 		setReady(&status, am.Generation, metav1.ConditionFalse, v1alpha1.ReasonSuspended, "spec.suspend is set")
 		return 0, c.updateStatus(ctx, u, status)
 	}
+	author := ""
+	if requester, ok := deputy.Requester(u); ok && c.branches.Authorize != nil {
+		author = requester.GetName()
+		err := deputy.Check(ctx, c.branches.Authorize, requester, deputy.MergeRights(&am))
+		var missing *deputy.MissingRightError
+		switch {
+		case errors.As(err, &missing):
+			msg := err.Error() + ": no merge until the right is granted again"
+			setCondition(&status, am.Generation, v1alpha1.ConditionAuthorized, metav1.ConditionFalse, v1alpha1.ReasonUnauthorized, msg)
+			setReady(&status, am.Generation, metav1.ConditionFalse, v1alpha1.ReasonUnauthorized, msg)
+			return p.interval, c.updateStatus(ctx, u, status)
+		case err != nil:
+			return 0, err
+		}
+		setCondition(&status, am.Generation, v1alpha1.ConditionAuthorized, metav1.ConditionTrue, v1alpha1.ReasonAuthorized,
+			fmt.Sprintf("user %q may read the sources and write the target", author))
+	}
 	target, err := c.branches.Open(ctx, p.target)
 	if err != nil {
 		return 0, fmt.Errorf("opening heaven %s: %w", p.target, err)
 	}
 	var errs []error
 	for _, src := range p.sources {
-		if err := c.mergeSource(ctx, u, &am, p, target, src, &status); err != nil {
+		if err := c.mergeSource(ctx, u, &am, p, target, src, author, &status); err != nil {
 			errs = append(errs, fmt.Errorf("merging %s into %s: %w", src, p.target, err))
 		}
 	}
@@ -71,7 +89,7 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 // mergeSource merges the head of heaven src into target, unless that very
 // attempt was made already, and records what happened in status.
 func (c *Controller) mergeSource(ctx context.Context, u *unstructured.Unstructured, am *v1alpha1.AutomatedMerge,
-	p *plan, target gitstore.MergeTarget, src string, status *v1alpha1.AutomatedMergeStatus) error {
+	p *plan, target gitstore.MergeTarget, src, author string, status *v1alpha1.AutomatedMergeStatus) error {
 	st := sourceStatus(status, src)
 	key := attemptKey{merge: am.Name, source: src}
 	c.reportMerged(key, st)
@@ -91,6 +109,7 @@ func (c *Controller) mergeSource(ctx context.Context, u *unstructured.Unstructur
 		Merger:  p.merger,
 		Include: p.include,
 		Message: fmt.Sprintf("merge heaven %s (%s) into %s (AutomatedMerge %s)", src, short(head), p.target, am.Name),
+		Author:  author,
 	})
 	if errors.Is(err, gitstore.ErrNoTargetHead) {
 		st.Message = fmt.Sprintf("heaven %s has no commits", p.target)

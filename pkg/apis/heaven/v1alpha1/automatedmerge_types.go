@@ -161,6 +161,10 @@ const (
 const (
 	ConditionReady      = "Ready"
 	ConditionConflicted = "Conflicted"
+	// ConditionAuthorized says whether the user the merge acts for (the
+	// requester, annotation heaven.dev/requester) holds the rights it
+	// exercises: reading its sources, writing its target.
+	ConditionAuthorized = "Authorized"
 
 	ReasonMerged      = "Merged"
 	ReasonSuspended   = "Suspended"
@@ -169,4 +173,6 @@ const (
 	ReasonBlocked     = "Blocked"
 	ReasonResolved    = "ResolvedByPolicy"
 	ReasonNoConflicts = "NoConflicts"
+	ReasonAuthorized   = "RequesterAuthorized"
+	ReasonUnauthorized = "RequesterUnauthorized"
 )
