@@ -166,13 +166,13 @@ const (
 	// exercises: reading its sources, writing its target.
 	ConditionAuthorized = "Authorized"
 
-	ReasonMerged      = "Merged"
-	ReasonSuspended   = "Suspended"
-	ReasonInvalid     = "InvalidSpec"
-	ReasonFailed      = "MergeFailed"
-	ReasonBlocked     = "Blocked"
-	ReasonResolved    = "ResolvedByPolicy"
-	ReasonNoConflicts = "NoConflicts"
+	ReasonMerged       = "Merged"
+	ReasonSuspended    = "Suspended"
+	ReasonInvalid      = "InvalidSpec"
+	ReasonFailed       = "MergeFailed"
+	ReasonBlocked      = "Blocked"
+	ReasonResolved     = "ResolvedByPolicy"
+	ReasonNoConflicts  = "NoConflicts"
 	ReasonAuthorized   = "RequesterAuthorized"
 	ReasonUnauthorized = "RequesterUnauthorized"
 )
