@@ -29,7 +29,8 @@ import (
 // Kubernetes' default roles, which a heaven serves without storing
 // (pkg/authorization), count there as they count for the authorizer. The
 // upstream provider resolves through the stores alone and writes the
-// defaults into storage with a post-start hook instead.
+// defaults into storage with a post-start hook instead. Gets and lists show
+// the defaults (rbacdefaults.go).
 type rbacProvider struct {
 	Authorizer authorizer.Authorizer
 	Policy     *authorization.Policy
@@ -62,8 +63,8 @@ func (p rbacProvider) NewRESTStorage(resources serverstorage.APIResourceConfigSo
 	for resource, s := range map[string]rest.Storage{
 		"roles":               rolepolicybased.NewStorage(roles, p.Authorizer, resolver),
 		"rolebindings":        rolebindingpolicybased.NewStorage(roleBindings, p.Authorizer, resolver),
-		"clusterroles":        clusterrolepolicybased.NewStorage(clusterRoles, p.Authorizer, resolver),
-		"clusterrolebindings": clusterrolebindingpolicybased.NewStorage(clusterRoleBindings, p.Authorizer, resolver),
+		"clusterroles":        clusterRolesWithDefaults{clusterrolepolicybased.NewStorage(clusterRoles, p.Authorizer, resolver)},
+		"clusterrolebindings": clusterRoleBindingsWithDefaults{clusterrolebindingpolicybased.NewStorage(clusterRoleBindings, p.Authorizer, resolver)},
 	} {
 		if resources.ResourceEnabled(rbacv1.SchemeGroupVersion.WithResource(resource)) {
 			storage[resource] = s

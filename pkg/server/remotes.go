@@ -63,6 +63,7 @@ func (s *Server) remoteGit() remotectrl.Git {
 		},
 		ValidURL:  gitremote.ValidateURL,
 		Ephemeral: s.ephemeralResource,
+		Authorize: s.authorizeIn,
 	}
 }
 

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -57,9 +58,23 @@ func TestNoConfusedDeputy(t *testing.T) {
 	})
 
 	t.Run("remotes", func(t *testing.T) {
-		out, err := bob("root", "patch", "heaven", "team-a", "--type=merge", "-p", `{"spec":{"remote":{"url":"/tmp/bobs-remote.git"}}}`)
+		remote := filepath.Join(t.TempDir(), "remote.git")
+		framework.Git(t, "init", "--bare", "-q", remote)
+		out, err := bob("root", "patch", "heaven", "team-a", "--type=merge", "-p", `{"spec":{"remote":{"url":"`+remote+`"}}}`)
 		forbidden(t, out, err, "bob points team-a at his remote")
 		assert.Contains(t, out, "in heaven team-a")
+
+		out, err = alice("root", "patch", "heaven", "team-a", "--type=merge", "-p", `{"spec":{"remote":{"url":"`+remote+`","interval":"1s"}}}`)
+		require.NoError(t, err, "alice points her heaven at a remote: %s", out)
+		synced := func() string {
+			return ts.Kubectl(t, "root", "", "get", "heaven", "team-a", "-o", `jsonpath={.status.conditions[?(@.type=="RemoteSynced")].status} {.status.conditions[?(@.type=="RemoteSynced")].reason}`)
+		}
+		eventually(t, 30*time.Second, "team-a is pushed", func() (bool, error) { return synced() == "True Synced", nil })
+		// Revoked: alice is no longer an owner of team-a.
+		ts.Kubectl(t, "team-a", "", "delete", "clusterrolebinding", "heaven:owners")
+		eventually(t, 30*time.Second, "the remote stops", func() (bool, error) { return synced() == "False RequesterUnauthorized", nil })
+		ts.Kubectl(t, "root", "", "patch", "heaven", "team-a", "--type=json", "-p", `[{"op":"remove","path":"/spec/remote"}]`)
+		ts.Kubectl(t, "team-a", "", "create", "clusterrolebinding", "heaven:owners", "--clusterrole=cluster-admin", "--user=alice")
 	})
 
 	t.Run("sync targets", func(t *testing.T) {

@@ -86,6 +86,11 @@ func TestTenantsAreAuthorizedByTheirHeavensRBAC(t *testing.T) {
 	assert.Equal(t, "no", strings.TrimSpace(out), "nobody is bound yet")
 	out, _ = ts.KubectlErr(t, "team-a", "", "auth", "can-i", "get", "/version", "--as=carol", "--as-group=system:authenticated")
 	assert.Equal(t, "yes", strings.TrimSpace(out), "system:public-info-viewer's binding is a default")
+	// ...and shown, as in any cluster, though no heaven stores them.
+	assert.Contains(t, ts.Kubectl(t, "team-a", "", "get", "clusterroles", "-l", "kubernetes.io/bootstrapping=rbac-defaults", "-o", "name"), "clusterrole.rbac.authorization.k8s.io/edit\n")
+	assert.Contains(t, ts.Kubectl(t, "team-a", "", "get", "clusterrole", "view", "-o", "jsonpath={.rules[*].resources}"), "configmaps")
+	assert.Equal(t, "system:authenticated", ts.Kubectl(t, "team-a", "", "get", "clusterrolebinding", "system:discovery", "-o", "jsonpath={.subjects[*].name}"))
+	assert.NotContains(t, ts.Git(t, "ls-tree", "-r", "--name-only", "team-a"), "clusterroles/", "the defaults are not in git")
 	ts.Kubectl(t, "team-a", "", "create", "clusterrolebinding", "alice-views", "--clusterrole=view", "--user=alice")
 	alice := kubectlAs(t, ts, "alice", "developers")
 

@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
+	"github.com/heaven-dev/heaven/pkg/deputy"
 )
 
 // exchangeTimeout bounds one exchange with a remote (a remote that does not
@@ -63,6 +64,19 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 		return 0, c.report(ctx, u, name, status, &cond)
 	}
 	status.URL, status.Branch = p.url, p.branch
+	if requester, ok := deputy.Requester(u); ok && c.git.Authorize != nil {
+		err := deputy.Check(ctx, c.git.Authorize, requester, deputy.RemoteRights(&h))
+		var missing *deputy.MissingRightError
+		switch {
+		case errors.As(err, &missing):
+			status.Message = err.Error()
+			cond := condition(h.Generation, metav1.ConditionFalse, v1alpha1.ReasonRemoteUnauthorized,
+				err.Error()+": no fetch, merge or push until the right is granted again")
+			return p.interval, c.report(ctx, u, name, status, &cond)
+		case err != nil:
+			return 0, err
+		}
+	}
 
 	xctx, cancel := context.WithTimeout(ctx, exchangeTimeout)
 	r, err := exchange(xctx, c.git, p, st.idle)

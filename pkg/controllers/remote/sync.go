@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"github.com/heaven-dev/heaven/pkg/deputy"
 	"github.com/heaven-dev/heaven/pkg/gitstore"
 	"github.com/heaven-dev/heaven/pkg/gitstore/gitremote"
 )
@@ -40,6 +41,9 @@ type Git struct {
 	// Ephemeral says whether a resource ("<group or core>/<resource>") is
 	// stored outside git; those never merge.
 	Ephemeral func(resource string) bool
+	// Authorize, if set, asks a heaven's authorizer whether the user a
+	// remote acts for may still do what it does (pkg/deputy).
+	Authorize deputy.Authorizer
 }
 
 // round is what one exchange with the remote did.

@@ -177,6 +177,9 @@ const (
 	ReasonRemoteInvalid     = "InvalidRemote"
 	ReasonRemoteSyncFailed  = "SyncFailed"
 	ReasonRemoteWaiting     = "Waiting"
+	// ReasonRemoteUnauthorized: the user the remote acts for (annotation
+	// heaven.dev/requester) no longer holds every right in the heaven.
+	ReasonRemoteUnauthorized = "RequesterUnauthorized"
 )
 
 // The condition of the files people commit to a heaven's branch, and its
