@@ -23,7 +23,9 @@ import (
 // writing one stores it, and the stored object takes the default's place.
 // Watches show stored objects only.
 
-type clusterRolesWithDefaults struct{ *clusterrolepolicybased.Storage }
+type clusterRolesWithDefaults struct {
+	*clusterrolepolicybased.Storage
+}
 
 func (s clusterRolesWithDefaults) Get(ctx context.Context, name string, opts *metav1.GetOptions) (runtime.Object, error) {
 	obj, err := s.Storage.Get(ctx, name, opts)
