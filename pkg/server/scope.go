@@ -93,16 +93,20 @@ func (s syncerScope) forbidden(u user.Info, r *http.Request) apierrors.APIStatus
 }
 
 // syncerAuthorizer allows the requests of heaven's syncers that the front
-// let through: everything in their heaven, and their SyncTarget in root.
-// Everybody else is left to RBAC.
-func syncerAuthorizer(heaven string) authorization.Named {
+// let through: everything in their heaven while the user their SyncTarget
+// acts for may still have it synced (syncTargetAuthorized), and their
+// SyncTarget in root. Everybody else is left to RBAC.
+func (s *Server) syncerAuthorizer(heaven string) authorization.Named {
 	return authorization.Named{AuthorizerName: "syncers", Authorizer: authorizer.AuthorizerFunc(
-		func(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+		func(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
 			scope, ok := scopeOf(a.GetUser())
 			switch {
 			case !ok || scope.heaven == "":
 				return authorizer.DecisionNoOpinion, "", nil
 			case scope.heaven == heaven:
+				if ok, reason := s.syncTargets.authorized(ctx, scope.target); !ok {
+					return authorizer.DecisionDeny, reason, nil
+				}
 				return authorizer.DecisionAllow, "", nil
 			case heaven == RootHeaven && a.IsResourceRequest() && a.GetAPIGroup() == v1alpha1.GroupName &&
 				a.GetResource() == v1alpha1.SyncTargetsResource.Resource && (a.GetName() == "" || a.GetName() == scope.target):

@@ -83,11 +83,14 @@ type Server struct {
 	objectFiles *objectfile.Reader // reads files committed from outside
 	outside     *outsideFiles      // the files of open branches that are not served
 
-	audit      *auditLog // nil: no audit log
-	ephemeral  map[schema.GroupResource]bool
-	heavenCtrl atomic.Pointer[heavenctrl.Controller]
-	rootReady  chan struct{} // closed once heavenCtrl is set
-	mergeCtrl  atomic.Pointer[mergectrl.Controller]
+	audit *auditLog // nil: no audit log
+	// syncTargets remembers whether each SyncTarget's requester may still
+	// have its heaven synced.
+	syncTargets *syncTargetRights
+	ephemeral   map[schema.GroupResource]bool
+	heavenCtrl  atomic.Pointer[heavenctrl.Controller]
+	rootReady   chan struct{} // closed once heavenCtrl is set
+	mergeCtrl   atomic.Pointer[mergectrl.Controller]
 
 	// stopLifecycle ends what runs for the server's lifetime in the
 	// background (JWT key set refreshes).
@@ -175,6 +178,7 @@ func (c CompletedConfig) New() (_ *Server, err error) {
 	fair := newFairQueue(slots, perHeaven, c.MaxRequestsQueuedPerHeaven)
 	fair.waited = func(h string) { s.metrics.requestsWaited.WithLabelValues(h).Inc() }
 	fair.rejected = func(h string) { s.metrics.requestsRefused.WithLabelValues(h).Inc() }
+	s.syncTargets = &syncTargetRights{get: s.getSyncTarget, authorize: s.authorizeIn, checked: map[string]syncTargetCheck{}}
 	s.front = &front{
 		fair:         fair,
 		heavens:      s.heavens,
@@ -340,7 +344,7 @@ func (s *Server) newHeaven(name string) (*heavenapi.Server, error) {
 		Ephemeral:       func(gr schema.GroupResource) bool { return s.ephemeral[gr] },
 		Loopback:        s.loopbackConfig(name),
 		ExternalAddress: net.JoinHostPort(s.cfg.externalHost(), port),
-		Authorizers:     []authorization.Named{syncerAuthorizer(name)},
+		Authorizers:     []authorization.Named{s.syncerAuthorizer(name)},
 		ProtectedGroups: []string{pki.SyncerGroup},
 		Admission:       plugins,
 		ServiceAccounts: s.serviceAccounts(name),

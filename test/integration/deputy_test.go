@@ -8,7 +8,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
+	"github.com/heaven-dev/heaven/pkg/pki"
 	"github.com/heaven-dev/heaven/pkg/server"
 	"github.com/heaven-dev/heaven/test/e2e/framework"
 )
@@ -82,6 +86,21 @@ func TestNoConfusedDeputy(t *testing.T) {
 		forbidden(t, out, err, "bob syncs team-a to his cluster")
 		out, err = apply("alice", `{"apiVersion":"heaven.dev/v1alpha1","kind":"SyncTarget","metadata":{"name":"alices-cluster"},"spec":{"heaven":"team-a"}}`)
 		require.NoError(t, err, out)
+
+		// Its syncer works while alice may have team-a synced, and no longer.
+		syncer := kubernetes.NewForConfigOrDie(scopedConfig(t, ts, "team-a", pki.SyncerUser("team-a", "alices-cluster"), pki.SyncerGroup))
+		_, err = syncer.CoreV1().ConfigMaps("default").List(t.Context(), metav1.ListOptions{})
+		require.NoError(t, err)
+		ts.Kubectl(t, "team-a", "", "delete", "clusterrolebinding", "heaven:owners")
+		eventually(t, 30*time.Second, "the syncer stops", func() (bool, error) {
+			_, err := syncer.CoreV1().ConfigMaps("default").List(t.Context(), metav1.ListOptions{})
+			return apierrors.IsForbidden(err), nil
+		})
+		ts.Kubectl(t, "team-a", "", "create", "clusterrolebinding", "heaven:owners", "--clusterrole=cluster-admin", "--user=alice")
+		eventually(t, 30*time.Second, "the syncer works again", func() (bool, error) {
+			_, err := syncer.CoreV1().ConfigMaps("default").List(t.Context(), metav1.ListOptions{})
+			return err == nil, nil
+		})
 	})
 
 	t.Run("impersonation", func(t *testing.T) {
