@@ -3,6 +3,7 @@ package authorization
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -18,10 +19,7 @@ import (
 
 // Stores are a heaven's RBAC REST stores, read by its Policy.
 type Stores struct {
-	Roles               rest.Getter
-	RoleBindings        rest.Lister
-	ClusterRoles        rest.Lister // and rest.Getter
-	ClusterRoleBindings rest.Lister
+	Roles, RoleBindings, ClusterRoles, ClusterRoleBindings rest.StandardStorage
 }
 
 // Policy is the RBAC policy of one heaven: its stored Roles, ClusterRoles
@@ -34,6 +32,59 @@ type Stores struct {
 // heaven's cache has it, within milliseconds of its write.
 type Policy struct {
 	stores atomic.Pointer[Stores]
+	// The snapshot of the stored policy and what keeps it current
+	// (snapshot.go).
+	watching   atomic.Int32 // watches running, of the 4 stores
+	generation atomic.Int64 // moves on every change the watches see
+	snap       atomic.Pointer[snapshot]
+	mu         sync.Mutex // one snapshot built at a time
+}
+
+// view is the policy's answers: a current snapshot, or the stores.
+type view interface {
+	rbacregistryvalidation.RoleGetter
+	rbacregistryvalidation.RoleBindingLister
+	rbacregistryvalidation.ClusterRoleGetter
+	rbacregistryvalidation.ClusterRoleBindingLister
+}
+
+// GetRole is the stored Role, or else the default one.
+func (p *Policy) GetRole(ctx context.Context, namespace, name string) (*rbacv1.Role, error) {
+	v, err := p.view(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return v.GetRole(ctx, namespace, name)
+}
+
+// ListRoleBindings is the namespace's stored RoleBindings and the default
+// ones they do not replace.
+func (p *Policy) ListRoleBindings(ctx context.Context, namespace string) ([]*rbacv1.RoleBinding, error) {
+	v, err := p.view(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return v.ListRoleBindings(ctx, namespace)
+}
+
+// GetClusterRole is the stored ClusterRole, or else the default one,
+// aggregated.
+func (p *Policy) GetClusterRole(ctx context.Context, name string) (*rbacv1.ClusterRole, error) {
+	v, err := p.view(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return v.GetClusterRole(ctx, name)
+}
+
+// ListClusterRoleBindings is the stored ClusterRoleBindings and the
+// default ones they do not replace.
+func (p *Policy) ListClusterRoleBindings(ctx context.Context) ([]*rbacv1.ClusterRoleBinding, error) {
+	v, err := p.view(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return v.ListClusterRoleBindings(ctx)
 }
 
 var (
@@ -65,12 +116,13 @@ func cachedList() *metainternalversion.ListOptions {
 	return &metainternalversion.ListOptions{ResourceVersion: "0"}
 }
 
+// live reads the stores at every question: what a Policy does until its
+// watches keep a snapshot current (snapshot.go).
+type live struct{ s *Stores }
+
 // GetRole is the stored Role, or else the default one.
-func (p *Policy) GetRole(ctx context.Context, namespace, name string) (*rbacv1.Role, error) {
-	s, err := p.bound()
-	if err != nil {
-		return nil, err
-	}
+func (l live) GetRole(ctx context.Context, namespace, name string) (*rbacv1.Role, error) {
+	s := l.s
 	obj, err := s.Roles.Get(genericapirequest.WithNamespace(ctx, namespace), name, cached)
 	if apierrors.IsNotFound(err) {
 		if r, ok := defaults().roles[namespace][name]; ok {
@@ -86,12 +138,8 @@ func (p *Policy) GetRole(ctx context.Context, namespace, name string) (*rbacv1.R
 
 // ListRoleBindings is the namespace's stored RoleBindings and the default
 // ones they do not replace.
-func (p *Policy) ListRoleBindings(ctx context.Context, namespace string) ([]*rbacv1.RoleBinding, error) {
-	s, err := p.bound()
-	if err != nil {
-		return nil, err
-	}
-	obj, err := s.RoleBindings.List(genericapirequest.WithNamespace(ctx, namespace), cachedList())
+func (l live) ListRoleBindings(ctx context.Context, namespace string) ([]*rbacv1.RoleBinding, error) {
+	obj, err := l.s.RoleBindings.List(genericapirequest.WithNamespace(ctx, namespace), cachedList())
 	if err != nil {
 		return nil, err
 	}
@@ -117,13 +165,10 @@ func (p *Policy) ListRoleBindings(ctx context.Context, namespace string) ([]*rba
 // GetClusterRole is the stored ClusterRole, or else the default one. An
 // aggregated role has the rules of the roles it selects, stored or default,
 // at the time of asking.
-func (p *Policy) GetClusterRole(ctx context.Context, name string) (*rbacv1.ClusterRole, error) {
-	s, err := p.bound()
-	if err != nil {
-		return nil, err
-	}
+func (l live) GetClusterRole(ctx context.Context, name string) (*rbacv1.ClusterRole, error) {
+	s := l.s
 	ctx = genericapirequest.WithNamespace(ctx, "")
-	obj, err := s.ClusterRoles.(rest.Getter).Get(ctx, name, cached)
+	obj, err := s.ClusterRoles.Get(ctx, name, cached)
 	var role *rbacv1.ClusterRole
 	switch {
 	case apierrors.IsNotFound(err):
@@ -143,7 +188,7 @@ func (p *Policy) GetClusterRole(ctx context.Context, name string) (*rbacv1.Clust
 	if role.AggregationRule == nil {
 		return role, nil
 	}
-	stored, err := p.storedClusterRoles(ctx, s)
+	stored, err := storedClusterRoles(ctx, s)
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +210,7 @@ func changesDefaults(stored []*rbacv1.ClusterRole, rule *rbacv1.AggregationRule)
 	return len(selected(rule, stored)) > 0
 }
 
-func (p *Policy) storedClusterRoles(ctx context.Context, s *Stores) ([]*rbacv1.ClusterRole, error) {
+func storedClusterRoles(ctx context.Context, s *Stores) ([]*rbacv1.ClusterRole, error) {
 	obj, err := s.ClusterRoles.List(ctx, cachedList())
 	if err != nil {
 		return nil, err
@@ -184,12 +229,8 @@ func (p *Policy) storedClusterRoles(ctx context.Context, s *Stores) ([]*rbacv1.C
 
 // ListClusterRoleBindings is the stored ClusterRoleBindings and the
 // default ones they do not replace.
-func (p *Policy) ListClusterRoleBindings(ctx context.Context) ([]*rbacv1.ClusterRoleBinding, error) {
-	s, err := p.bound()
-	if err != nil {
-		return nil, err
-	}
-	obj, err := s.ClusterRoleBindings.List(genericapirequest.WithNamespace(ctx, ""), cachedList())
+func (l live) ListClusterRoleBindings(ctx context.Context) ([]*rbacv1.ClusterRoleBinding, error) {
+	obj, err := l.s.ClusterRoleBindings.List(genericapirequest.WithNamespace(ctx, ""), cachedList())
 	if err != nil {
 		return nil, err
 	}

@@ -291,6 +291,10 @@ func (c Config) build() (s *genericapiserver.GenericAPIServer, run func(context.
 		s.Destroy()
 		return nil, nil, nil, err
 	}
+	s.AddPostStartHookOrDie("heaven-rbac-policy", func(hc genericapiserver.PostStartHookContext) error {
+		policy.Run(hc.Context)
+		return nil
+	})
 	s.AddPostStartHookOrDie("heaven-namespace-controller", func(hc genericapiserver.PostStartHookContext) error {
 		// The namespace informer is the one admission uses: one watch less.
 		namespace.Run(hc.Context, kube, meta, gc.SharedInformerFactory.Core().V1().Namespaces())
