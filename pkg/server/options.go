@@ -42,7 +42,10 @@ type Options struct {
 	MaxRequestsInflightPerHeaven int
 	MaxRequestsQueuedPerHeaven   int
 
-	AutoCreateHeavens  bool
+	AutoCreateHeavens bool
+	// MaxHeavensPerUser bounds the Heavens one user who is not a server
+	// administrator may create (0: no bound).
+	MaxHeavensPerUser  int
 	IdleTimeout        time.Duration
 	CompactionInterval time.Duration
 	ShutdownTimeout    time.Duration
@@ -85,6 +88,7 @@ func NewOptions() *Options {
 		PreReceiveHook:             true,
 		MaxRequestsQueuedPerHeaven: 200,
 		Audit:                      genericoptions.NewAuditOptions(),
+		MaxHeavensPerUser:          50,
 	}
 }
 
@@ -105,6 +109,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Resources (resource.group; core resources without a group) stored in etcd under a per-heaven prefix and never committed to git.")
 	fs.StringVar(&o.AuthenticationConfig, "authentication-config", o.AuthenticationConfig,
 		"File with an AuthenticationConfiguration (apiserver.config.k8s.io/v1, as kube-apiserver's --authentication-config takes it): the JWT (OIDC) issuers whose bearer tokens authenticate users, with their claim mappings. Client certificates of the heaven CA always authenticate.")
+	fs.IntVar(&o.MaxHeavensPerUser, "max-heavens-per-user", o.MaxHeavensPerUser,
+		"Heavens a user who is not a server administrator may create (Heaven objects in root naming them in heaven.dev/created-by); 0: no bound.")
 	fs.IntVar(&o.MaxRequestsInflight, "max-requests-inflight", o.MaxRequestsInflight,
 		"Requests (other than watches) served at once over all heavens; a freed slot goes to the heavens with waiting requests in turn, so that heavens under load can't starve the others. 0: 8 per CPU.")
 	fs.IntVar(&o.MaxRequestsInflightPerHeaven, "max-requests-inflight-per-heaven", o.MaxRequestsInflightPerHeaven,
@@ -161,6 +167,9 @@ func (o *Options) Validate() []error {
 		errs = append(errs, fmt.Errorf("--compaction-interval must not be negative"))
 	}
 	errs = append(errs, o.Audit.Validate()...)
+	if o.MaxHeavensPerUser < 0 {
+		errs = append(errs, fmt.Errorf("--max-heavens-per-user must not be negative"))
+	}
 	if o.ClusterController && o.SyncerImage == "" {
 		errs = append(errs, fmt.Errorf("--syncer-image must not be empty"))
 	}

@@ -336,7 +336,13 @@ func (s *Server) newHeaven(name string) (*heavenapi.Server, error) {
 	}
 	var plugins []admission.Interface
 	if name == RootHeaven {
-		plugins = append(plugins, heavencreator.New(), deputy.New(s.authorizeIn, s.branchExists))
+		limit := heavencreator.Limit{Max: s.cfg.MaxHeavensPerUser, Exempt: authorization.IsAdministrator, Count: func(user string) int {
+			if ctrl := s.heavenCtrl.Load(); ctrl != nil {
+				return ctrl.CreatedBy(user)
+			}
+			return 0
+		}}
+		plugins = append(plugins, heavencreator.New(limit), deputy.New(s.authorizeIn, s.branchExists))
 	}
 	return heavenapi.New(heavenapi.Config{
 		Name:            name,

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/heaven-dev/heaven/pkg/server"
 	"github.com/heaven-dev/heaven/test/e2e/framework"
 )
 
@@ -146,7 +147,7 @@ func TestTenantsAreAuthorizedByTheirHeavensRBAC(t *testing.T) {
 // allows) is cluster-admin of the new heaven through a ClusterRoleBinding in
 // its branch; spec.owners adds more; nobody can claim to be the creator.
 func TestHeavenCreatorOwnsIt(t *testing.T) {
-	ts := framework.StartHeavenServer(t, nil)
+	ts := framework.StartHeavenServer(t, func(o *server.Options) { o.MaxHeavensPerUser = 1 })
 	ts.Kubectl(t, "root", "", "create", "clusterrole", "heaven-maker", "--verb=create,get,list,watch,update,patch", "--resource=heavens.heaven.dev")
 	ts.Kubectl(t, "root", "", "create", "clusterrolebinding", "alice-makes-heavens", "--clusterrole=heaven-maker", "--user=alice")
 	alice := kubectlAs(t, ts, "alice")
@@ -178,6 +179,10 @@ func TestHeavenCreatorOwnsIt(t *testing.T) {
 	out, err = alice("root", "annotate", "heaven", "alice-land", "heaven.dev/created-by=bob", "--overwrite")
 	require.NoError(t, err, out)
 	assert.Equal(t, "alice", ts.Kubectl(t, "root", "", "get", "heaven", "alice-land", "-o", `jsonpath={.metadata.annotations.heaven\.dev/created-by}`), "the creator never changes")
+
+	out, err = withStdin(t, ts, "alice", `{"apiVersion":"heaven.dev/v1alpha1","kind":"Heaven","metadata":{"name":"alice-two"}}`)("root", "create", "-f", "-")
+	forbidden(t, out, err, "a second heaven beyond --max-heavens-per-user=1")
+	assert.Contains(t, out, `user "alice" has created 1 heavens`)
 
 	out, err = alice("root", "patch", "heaven", "alice-land", "--type=merge", "-p", `{"spec":{"owners":["bob"]}}`)
 	require.NoError(t, err, out)

@@ -48,8 +48,32 @@ func TestCreatorIsRecordedAndKept(t *testing.T) {
 			}
 			a := admission.NewAttributesRecord(tc.obj, old, v1alpha1.SchemeGroupVersion.WithKind("Heaven"), "", "h",
 				v1alpha1.HeavensResource, tc.subresource, tc.op, nil, false, alice)
-			require.NoError(t, New().Admit(context.Background(), a, nil))
+			require.NoError(t, New(Limit{}).Admit(context.Background(), a, nil))
 			assert.Equal(t, tc.want, tc.obj.GetAnnotations()[v1alpha1.CreatedByAnnotation])
 		})
+	}
+}
+
+func TestHeavensPerUserAreBounded(t *testing.T) {
+	created := map[string]int{"alice": 2, "bob": 1}
+	p := New(Limit{Max: 2, Count: func(u string) int { return created[u] }, Exempt: func(u user.Info) bool { return u.GetName() == "root" }})
+	for _, tc := range []struct {
+		user string
+		op   admission.Operation
+		ok   bool
+	}{
+		{"alice", admission.Create, false},
+		{"alice", admission.Update, true},
+		{"bob", admission.Create, true},
+		{"root", admission.Create, true},
+	} {
+		a := admission.NewAttributesRecord(heaven(""), heaven(""), v1alpha1.SchemeGroupVersion.WithKind("Heaven"), "", "h",
+			v1alpha1.HeavensResource, "", tc.op, nil, false, &user.DefaultInfo{Name: tc.user})
+		err := p.Validate(context.Background(), a, nil)
+		if tc.ok {
+			assert.NoError(t, err, tc.user)
+		} else {
+			assert.ErrorContains(t, err, "has created 2 heavens", tc.user)
+		}
 	}
 }

@@ -188,6 +188,19 @@ func ownersOf(h *v1alpha1.Heaven) []string {
 	return owners
 }
 
+// CreatedBy counts the Heavens that user created and that are not being
+// deleted, as the controller's cache has them.
+func (c *Controller) CreatedBy(user string) int {
+	n := 0
+	for _, obj := range c.informer.GetStore().List() {
+		u, ok := obj.(*unstructured.Unstructured)
+		if ok && u.GetDeletionTimestamp() == nil && u.GetAnnotations()[v1alpha1.CreatedByAnnotation] == user {
+			n++
+		}
+	}
+	return n
+}
+
 // Enqueue asks for heaven name's status to be brought up to date (its
 // files not served changed).
 func (c *Controller) Enqueue(name string) { c.loop.Add(name) }
