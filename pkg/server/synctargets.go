@@ -25,13 +25,14 @@ func (s *Server) startClusterController(ctx context.Context, cfg *rest.Config) {
 	opts := synctargetctrl.DefaultOptions()
 	opts.SyncerImage = s.cfg.SyncerImage
 	ctrl := synctargetctrl.New(dynamic.NewForConfigOrDie(cfg), kubernetes.NewForConfigOrDie(cfg), synctargetctrl.Deps{
-		ServerURL: s.URL(),
-		CAPEM:     s.pki.CAPEM(),
-		CAPool:    s.pki.CAPool,
-		Issue:     s.pki.IssueClientCert,
-		Revoke:    s.pki.Revocations.Revoke,
-		Connect:   synctargetctrl.ConnectKubeconfig,
-		Heaven:    s.heavenClient,
+		ServerURL:  s.URL(),
+		CAPEM:      s.pki.CAPEM(),
+		CAPool:     s.pki.CAPool,
+		Issue:      s.pki.IssueClientCert,
+		Revoke:     s.pki.Revocations.Revoke,
+		Connect:    synctargetctrl.ConnectKubeconfig,
+		Heaven:     s.heavenClient,
+		Authorized: s.syncTargets.authorized,
 	}, opts)
 	ctrl.Run(ctx, 2)
 }

@@ -63,6 +63,9 @@ type Deps struct {
 	// until release is called. errors.Is(err, ErrNoHeaven) when no such
 	// heaven may run.
 	Heaven func(ctx context.Context, name string) (cfg *rest.Config, release func(), err error)
+	// Authorized, if set, says whether the user a SyncTarget acts for may
+	// still have its heaven synced, and if not why (pkg/deputy).
+	Authorized func(ctx context.Context, target string) (bool, string)
 }
 
 // Options tune the controller.

@@ -17,6 +17,12 @@ const (
 	ReasonClusterUnreachable = "ClusterUnreachable"
 )
 
+// Reasons of the Authorized condition.
+const (
+	ReasonAuthorized   = "RequesterAuthorized"
+	ReasonUnauthorized = "RequesterUnauthorized"
+)
+
 // staleSlack is added to the time a heartbeat goes stale before looking
 // again, so that the look finds it stale.
 const staleSlack = 100 * time.Millisecond

@@ -42,6 +42,15 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 	for _, cond := range conds {
 		meta.SetStatusCondition(&st.Status.Conditions, cond)
 	}
+	if c.deps.Authorized != nil {
+		if ok, why := c.deps.Authorized(ctx, st.Name); ok {
+			meta.SetStatusCondition(&st.Status.Conditions, condition(&st, v1alpha1.SyncTargetAuthorized, metav1.ConditionTrue, ReasonAuthorized,
+				"the syncer may sync the heaven"))
+		} else {
+			meta.SetStatusCondition(&st.Status.Conditions, condition(&st, v1alpha1.SyncTargetAuthorized, metav1.ConditionFalse, ReasonUnauthorized,
+				why+": the syncer is refused until the right is granted again"))
+		}
+	}
 	if err := c.updateStatus(ctx, u, &st.Status); err != nil {
 		return 0, err
 	}

@@ -159,6 +159,11 @@ const (
 	SyncTargetClusterReachable = "ClusterReachable"
 	// SyncTargetResourcesSynced: every requested resource is Synced.
 	SyncTargetResourcesSynced = "ResourcesSynced"
+	// SyncTargetAuthorized (cluster controller): the user the SyncTarget
+	// acts for (annotation heaven.dev/requester) may still have its heaven
+	// synced; while not (reason RequesterUnauthorized), its syncer is
+	// refused.
+	SyncTargetAuthorized = "Authorized"
 )
 
 // ClusterLabel on an object in a heaven names the SyncTarget it is synced to.
