@@ -23,8 +23,13 @@ import (
 // SyncTargets.
 func TestNoConfusedDeputy(t *testing.T) {
 	ts := framework.StartHeavenServer(t, func(o *server.Options) { o.ClusterController = false })
-	ts.Kubectl(t, "root", "", "create", "clusterrole", "tenant", "--verb=create,get,list,watch,update,patch",
-		"--resource=heavens.heaven.dev,automatedmerges.heaven.dev,synctargets.heaven.dev")
+	// kubectl checks the resources against discovery, which has the CRDs
+	// of root a moment after it serves.
+	eventually(t, time.Minute, "a role for tenants in root", func() (bool, error) {
+		_, err := ts.KubectlErr(t, "root", "", "create", "clusterrole", "tenant", "--verb=create,get,list,watch,update,patch",
+			"--resource=heavens.heaven.dev,automatedmerges.heaven.dev,synctargets.heaven.dev")
+		return err == nil, nil
+	})
 	ts.Kubectl(t, "root", "", "create", "clusterrolebinding", "tenants", "--clusterrole=tenant", "--user=alice", "--user=bob")
 	apply := func(user, manifest string) (string, error) {
 		return withStdin(t, ts, user, manifest)("root", "create", "-f", "-")

@@ -148,7 +148,10 @@ func TestTenantsAreAuthorizedByTheirHeavensRBAC(t *testing.T) {
 // its branch; spec.owners adds more; nobody can claim to be the creator.
 func TestHeavenCreatorOwnsIt(t *testing.T) {
 	ts := framework.StartHeavenServer(t, func(o *server.Options) { o.MaxHeavensPerUser = 1 })
-	ts.Kubectl(t, "root", "", "create", "clusterrole", "heaven-maker", "--verb=create,get,list,watch,update,patch", "--resource=heavens.heaven.dev")
+	eventually(t, time.Minute, "a role for heaven makers in root", func() (bool, error) {
+		_, err := ts.KubectlErr(t, "root", "", "create", "clusterrole", "heaven-maker", "--verb=create,get,list,watch,update,patch", "--resource=heavens.heaven.dev")
+		return err == nil, nil
+	})
 	ts.Kubectl(t, "root", "", "create", "clusterrolebinding", "alice-makes-heavens", "--clusterrole=heaven-maker", "--user=alice")
 	alice := kubectlAs(t, ts, "alice")
 	bob := kubectlAs(t, ts, "bob")
