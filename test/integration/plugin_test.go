@@ -10,6 +10,10 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/heaven-dev/heaven/test/e2e/framework"
 )
 
 // buildPlugin builds kubectl-heaven once per test run into a directory for
@@ -103,4 +107,47 @@ func TestEveryHeavenHasAHeavenObject(t *testing.T) {
 		return out == "Ready", err
 	})
 	require.Contains(t, ts.kubectl("pushed", "", "get", "configmap", "x", "-o", "name"), "configmap/x")
+}
+
+// TestTenantWithThePlugin is the README's Tenants flow: a user whom root's
+// RBAC lets create Heavens creates one with `kubectl heaven create`, owns
+// it, and hands out access in it.
+func TestTenantWithThePlugin(t *testing.T) {
+	pluginDir, err := buildPlugin()
+	require.NoError(t, err)
+	ts := framework.StartHeavenServer(t, nil)
+	eventually(t, time.Minute, "a role for heaven makers in root", func() (bool, error) {
+		_, err := ts.KubectlErr(t, "root", "", "create", "clusterrole", "heaven-maker", "--verb=create,get,list,watch", "--resource=heavens.heaven.dev")
+		return err == nil, nil
+	})
+	ts.Kubectl(t, "root", "", "create", "clusterrolebinding", "alice-makes-heavens", "--clusterrole=heaven-maker", "--user=alice")
+
+	// alice's kubeconfig: her certificate, a context pointing at root.
+	cfg := scopedConfig(t, ts, "root", "alice")
+	kubeconfig := clientcmdapi.NewConfig()
+	kubeconfig.Clusters["heaven"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kubeconfig.AuthInfos["alice"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
+	kubeconfig.Contexts["alice"] = &clientcmdapi.Context{Cluster: "heaven", AuthInfo: "alice"}
+	kubeconfig.CurrentContext = "alice"
+	path := filepath.Join(t.TempDir(), "alice.kubeconfig")
+	require.NoError(t, clientcmd.WriteToFile(*kubeconfig, path))
+	alice := func(args ...string) (string, error) {
+		cmd := exec.Command(kubectlPath(t), args...)
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+path, "PATH="+pluginDir+string(os.PathListSeparator)+os.Getenv("PATH"), "HOME="+t.TempDir())
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+
+	out, err := alice("heaven", "create", "alices")
+	require.NoError(t, err, out)
+	out, err = alice("heaven", "use", "alices")
+	require.NoError(t, err, out)
+	eventually(t, 30*time.Second, "alice hands out access in her heaven", func() (bool, error) {
+		_, err := alice("create", "rolebinding", "bob-views", "--clusterrole=view", "--user=bob")
+		return err == nil, nil
+	})
+	out, err = alice("heaven", "create", "not-hers", "--fork", "root")
+	require.Error(t, err, "alice may not fork root: %s", out)
+	require.Contains(t, out, `may not get every resource in heaven root`)
+	require.Equal(t, "bob", strings.TrimSpace(ts.Kubectl(t, "alices", "", "get", "rolebinding", "bob-views", "-o", "jsonpath={.subjects[0].name}")))
 }
