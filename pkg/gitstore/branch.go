@@ -286,3 +286,12 @@ func (b *Branch) close() {
 		close(b.changed) // wakes watchers, which see closedErr
 	}
 }
+
+// Keys is how many keys the branch holds in memory: its objects, and the
+// keys deleted since the last compaction (their history is kept until
+// then).
+func (b *Branch) Keys() int {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.x.keys.Len()
+}

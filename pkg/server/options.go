@@ -45,7 +45,11 @@ type Options struct {
 	AutoCreateHeavens bool
 	// MaxHeavensPerUser bounds the Heavens one user who is not a server
 	// administrator may create (0: no bound).
-	MaxHeavensPerUser  int
+	MaxHeavensPerUser int
+	// MaxObjectsPerHeaven bounds the objects a heaven holds for users who
+	// are not server administrators (0: no bound).
+	MaxObjectsPerHeaven int
+
 	IdleTimeout        time.Duration
 	CompactionInterval time.Duration
 	ShutdownTimeout    time.Duration
@@ -89,6 +93,7 @@ func NewOptions() *Options {
 		MaxRequestsQueuedPerHeaven: 200,
 		Audit:                      genericoptions.NewAuditOptions(),
 		MaxHeavensPerUser:          50,
+		MaxObjectsPerHeaven:        100000,
 	}
 }
 
@@ -111,6 +116,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"File with an AuthenticationConfiguration (apiserver.config.k8s.io/v1, as kube-apiserver's --authentication-config takes it): the JWT (OIDC) issuers whose bearer tokens authenticate users, with their claim mappings. Client certificates of the heaven CA always authenticate.")
 	fs.IntVar(&o.MaxHeavensPerUser, "max-heavens-per-user", o.MaxHeavensPerUser,
 		"Heavens a user who is not a server administrator may create (Heaven objects in root naming them in heaven.dev/created-by); 0: no bound.")
+	fs.IntVar(&o.MaxObjectsPerHeaven, "max-objects-per-heaven", o.MaxObjectsPerHeaven,
+		"Objects a heaven holds in git (deleted ones count until the next compaction) beyond which its users, but server administrators, can't create more: a heaven's objects are in memory while it runs. Ephemeral resources don't count. 0: no bound.")
 	fs.IntVar(&o.MaxRequestsInflight, "max-requests-inflight", o.MaxRequestsInflight,
 		"Requests (other than watches) served at once over all heavens; a freed slot goes to the heavens with waiting requests in turn, so that heavens under load can't starve the others. 0: 8 per CPU.")
 	fs.IntVar(&o.MaxRequestsInflightPerHeaven, "max-requests-inflight-per-heaven", o.MaxRequestsInflightPerHeaven,
@@ -167,8 +174,8 @@ func (o *Options) Validate() []error {
 		errs = append(errs, fmt.Errorf("--compaction-interval must not be negative"))
 	}
 	errs = append(errs, o.Audit.Validate()...)
-	if o.MaxHeavensPerUser < 0 {
-		errs = append(errs, fmt.Errorf("--max-heavens-per-user must not be negative"))
+	if o.MaxHeavensPerUser < 0 || o.MaxObjectsPerHeaven < 0 {
+		errs = append(errs, fmt.Errorf("--max-heavens-per-user and --max-objects-per-heaven must not be negative"))
 	}
 	if o.ClusterController && o.SyncerImage == "" {
 		errs = append(errs, fmt.Errorf("--syncer-image must not be empty"))

@@ -29,6 +29,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/heaven-dev/heaven/pkg/admission/heavencreator"
+	"github.com/heaven-dev/heaven/pkg/admission/objectlimit"
 	"github.com/heaven-dev/heaven/pkg/authorization"
 	mergectrl "github.com/heaven-dev/heaven/pkg/controllers/automatedmerge"
 	heavenctrl "github.com/heaven-dev/heaven/pkg/controllers/heaven"
@@ -343,6 +344,19 @@ func (s *Server) newHeaven(name string) (*heavenapi.Server, error) {
 			return 0
 		}}
 		plugins = append(plugins, heavencreator.New(limit), deputy.New(s.authorizeIn, s.branchExists))
+	}
+	if s.repo != nil && s.cfg.MaxObjectsPerHeaven > 0 {
+		plugins = append(plugins, objectlimit.New(objectlimit.Limit{
+			Heaven: name, Max: s.cfg.MaxObjectsPerHeaven, Exempt: authorization.IsAdministrator,
+			Ephemeral: func(gr schema.GroupResource) bool { return s.ephemeral[gr] },
+			Count: func(ctx context.Context) (int, error) {
+				b, err := s.repo.Branch(ctx, name)
+				if err != nil {
+					return 0, err
+				}
+				return b.Keys(), nil
+			},
+		}))
 	}
 	return heavenapi.New(heavenapi.Config{
 		Name:            name,

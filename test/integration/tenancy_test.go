@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -42,4 +43,30 @@ func TestOnlyAdministratorsCreateHeavensOnFirstUse(t *testing.T) {
 		return err == nil, nil
 	})
 	require.True(t, strings.Contains(ts.git("branch", "--list"), "new-by-admin"))
+}
+
+// TestObjectsPerHeavenAreBounded: a tenant can't fill a heaven (and the
+// server's memory) beyond --max-objects-per-heaven; an administrator can.
+func TestObjectsPerHeavenAreBounded(t *testing.T) {
+	ts := startServer(t, "", func(o *server.Options) { o.MaxObjectsPerHeaven = 12 })
+	ctx := t.Context()
+	ts.kubectl("team-a", "", "create", "rolebinding", "alice-edits", "--clusterrole=edit", "--user=alice")
+	alice := kubernetes.NewForConfigOrDie(ts.scopedConfig("team-a", "alice")).CoreV1().ConfigMaps("default")
+	var err error
+	eventually(t, 10*time.Second, "alice may create configmaps", func() (bool, error) {
+		_, err = alice.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "first"}}, metav1.CreateOptions{})
+		return err == nil, nil
+	})
+	created := 1
+	for ; created < 20; created++ {
+		_, err = alice.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%d", created)}}, metav1.CreateOptions{})
+		if err != nil {
+			break
+		}
+	}
+	require.True(t, apierrors.IsForbidden(err), "want 403 once the heaven is full, got %v", err)
+	require.Contains(t, err.Error(), "heaven team-a holds 12 objects")
+	require.Less(t, created, 12, "the heaven's namespaces and binding count too")
+	_, err = ts.kube("team-a").CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "admins"}}, metav1.CreateOptions{})
+	require.NoError(t, err, "administrators are not bound")
 }
