@@ -196,8 +196,11 @@ func TestOpenAPIMatchesUpstream(t *testing.T) {
 
 // newTestHeaven builds a heaven's generic server as New does.
 func newTestHeaven(c Config) (*genericapiserver.GenericAPIServer, error) {
-	s, _, _, err := c.build()
-	return s, err
+	b, err := c.build()
+	if err != nil {
+		return nil, err
+	}
+	return b.server, nil
 }
 
 func testConfig(name string, clients storage.Clients) Config {

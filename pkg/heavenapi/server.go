@@ -54,22 +54,17 @@ type Server struct {
 func New(c Config) (*Server, error) {
 	loopback := c.sharedLoopback()
 	c.Loopback = loopback.config
-	s, run, kube, err := c.build()
-	authz := s.Authorizer
+	b, err := c.build()
 	if err != nil {
 		return nil, fmt.Errorf("heaven %s: %w", c.Name, err)
 	}
-	tokens, err := c.tokenAuthenticator(kube)
-	if err != nil {
-		s.Destroy()
-		return nil, fmt.Errorf("heaven %s: %w", c.Name, err)
-	}
+	s, run := b.server, b.run
 	srv := &Server{
 		name:    c.Name,
 		handler: s.Handler,
-		kube:    kube,
-		tokens:  tokens,
-		authz:   authz,
+		kube:    b.kube,
+		tokens:  b.tokens,
+		authz:   s.Authorizer,
 		done:    make(chan struct{}),
 		ready:   make(chan struct{}),
 		failed:  make(chan struct{}),
@@ -228,15 +223,22 @@ func (s *Server) waitStartHooks(ctx context.Context) {
 
 const startHooksTimeout = 10 * time.Second
 
+// built is what build assembles.
+type built struct {
+	server *genericapiserver.GenericAPIServer
+	run    func(context.Context) error // runs the prepared server until its context ends
+	kube   kubernetes.Interface        // the heaven's loopback clientset
+	tokens authenticator.Token         // the heaven's ServiceAccount tokens; nil without
+}
+
 // build assembles the generic server: CRDs (apiextensions-apiserver), the
 // built-in groups, the heaven's controllers as post-start hooks, and the
 // shared OpenAPI documents.
-// run runs the prepared server until its context ends.
-func (c Config) build() (s *genericapiserver.GenericAPIServer, run func(context.Context) error, kube kubernetes.Interface, err error) {
+func (c Config) build() (*built, error) {
 	policy := &authorization.Policy{}
 	gc, kube, err := c.genericConfig(policy)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	ac := &apiextensionsapiserver.Config{
 		GenericConfig: gc,
@@ -254,18 +256,18 @@ func (c Config) build() (s *genericapiserver.GenericAPIServer, run func(context.
 
 	crds, err := completed.New(genericapiserver.NewEmptyDelegate())
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
-	s = crds.GenericAPIServer
+	s := crds.GenericAPIServer
 	tokens, audiences, err := c.tokenGenerator()
 	if err != nil {
 		s.Destroy()
-		return nil, nil, nil, err
+		return nil, err
 	}
 	tokenReviews, err := c.tokenAuthenticator(kube)
 	if err != nil {
 		s.Destroy()
-		return nil, nil, nil, err
+		return nil, err
 	}
 	var reviews authenticator.Request
 	if tokenReviews != nil {
@@ -282,14 +284,14 @@ func (c Config) build() (s *genericapiserver.GenericAPIServer, run func(context.
 	}, gc.RESTOptionsGetter)
 	if err != nil {
 		s.Destroy()
-		return nil, nil, nil, fmt.Errorf("built-in types: %w", err)
+		return nil, fmt.Errorf("built-in types: %w", err)
 	}
 	// The heaven's own controllers, Kubernetes' (as kube-controller-manager
 	// runs them), share its loopback clients and informers.
 	meta, err := metadata.NewForConfig(gc.LoopbackClientConfig)
 	if err != nil {
 		s.Destroy()
-		return nil, nil, nil, err
+		return nil, err
 	}
 	s.AddPostStartHookOrDie("heaven-rbac-policy", func(hc genericapiserver.PostStartHookContext) error {
 		policy.Run(hc.Context)
@@ -307,9 +309,9 @@ func (c Config) build() (s *genericapiserver.GenericAPIServer, run func(context.
 	prepared := s.PrepareRun()
 	if err := installOpenAPI(s, gc.OpenAPIConfig, gc.OpenAPIV3Config); err != nil {
 		s.Destroy()
-		return nil, nil, nil, fmt.Errorf("OpenAPI: %w", err)
+		return nil, fmt.Errorf("OpenAPI: %w", err)
 	}
-	return s, prepared.RunWithContext, kube, nil
+	return &built{server: s, run: prepared.RunWithContext, kube: kube, tokens: tokenReviews}, nil
 }
 
 // loopback is the heaven's in-process client configuration with one
