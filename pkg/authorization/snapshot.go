@@ -16,10 +16,9 @@ import (
 
 // A Policy answers from a snapshot of the heaven's stored Roles,
 // ClusterRoles and bindings, converted once, for as long as its watches of
-// the four stores see no change: what kube-apiserver's RBAC authorizer gets
-// from its informers, without a second copy of the objects. Until the
-// watches run (Run), and whenever one is down, it reads the stores at every
-// question (live).
+// the four stores see no change. Until the watches run (Run), and whenever
+// one is down, nothing says when a snapshot goes stale: each question gets
+// a snapshot of its own.
 
 // Run keeps the policy's snapshot current until ctx ends.
 func (p *Policy) Run(ctx context.Context) {
@@ -58,14 +57,14 @@ func (p *Policy) watch(ctx context.Context, store rest.Watcher) {
 	}
 }
 
-// view is a current snapshot when the watches run, else the stores.
-func (p *Policy) view(ctx context.Context) (view, error) {
+// current is the snapshot of now: kept while the watches see no change.
+func (p *Policy) current(ctx context.Context) (*snapshot, error) {
 	s, err := p.bound()
 	if err != nil {
 		return nil, err
 	}
 	if p.watching.Load() < 4 {
-		return live{s}, nil
+		return newSnapshot(ctx, s, 0)
 	}
 	gen := p.generation.Load()
 	if snap := p.snap.Load(); snap != nil && snap.generation == gen {
@@ -114,12 +113,13 @@ func newSnapshot(ctx context.Context, s *Stores, gen int64) (*snapshot, error) {
 		return nil, err
 	}
 	stored := map[string]bool{}
-	for i, item := range obj.(*rbac.ClusterRoleBindingList).Items {
+	crbs := obj.(*rbac.ClusterRoleBindingList).Items
+	for i := range crbs {
 		b := &rbacv1.ClusterRoleBinding{}
-		if err := rbacv1helpers.Convert_rbac_ClusterRoleBinding_To_v1_ClusterRoleBinding(&obj.(*rbac.ClusterRoleBindingList).Items[i], b, nil); err != nil {
+		if err := rbacv1helpers.Convert_rbac_ClusterRoleBinding_To_v1_ClusterRoleBinding(&crbs[i], b, nil); err != nil {
 			return nil, err
 		}
-		stored[item.Name] = true
+		stored[b.Name] = true
 		snap.clusterRoleBindings = append(snap.clusterRoleBindings, b)
 	}
 	for _, b := range d.clusterRoleBindings {
@@ -144,9 +144,10 @@ func newSnapshot(ctx context.Context, s *Stores, gen int64) (*snapshot, error) {
 			snap.roles[ns][name] = r
 		}
 	}
-	for i := range obj.(*rbac.RoleList).Items {
+	roles := obj.(*rbac.RoleList).Items
+	for i := range roles {
 		r := &rbacv1.Role{}
-		if err := rbacv1helpers.Convert_rbac_Role_To_v1_Role(&obj.(*rbac.RoleList).Items[i], r, nil); err != nil {
+		if err := rbacv1helpers.Convert_rbac_Role_To_v1_Role(&roles[i], r, nil); err != nil {
 			return nil, err
 		}
 		if snap.roles[r.Namespace] == nil {
@@ -159,9 +160,10 @@ func newSnapshot(ctx context.Context, s *Stores, gen int64) (*snapshot, error) {
 		return nil, err
 	}
 	storedBindings := map[string]bool{}
-	for i := range obj.(*rbac.RoleBindingList).Items {
+	rbs := obj.(*rbac.RoleBindingList).Items
+	for i := range rbs {
 		b := &rbacv1.RoleBinding{}
-		if err := rbacv1helpers.Convert_rbac_RoleBinding_To_v1_RoleBinding(&obj.(*rbac.RoleBindingList).Items[i], b, nil); err != nil {
+		if err := rbacv1helpers.Convert_rbac_RoleBinding_To_v1_RoleBinding(&rbs[i], b, nil); err != nil {
 			return nil, err
 		}
 		storedBindings[b.Namespace+"/"+b.Name] = true
@@ -190,6 +192,35 @@ func (s *snapshot) ListRoleBindings(_ context.Context, namespace string) ([]*rba
 
 func (s *snapshot) ListClusterRoleBindings(context.Context) ([]*rbacv1.ClusterRoleBinding, error) {
 	return s.clusterRoleBindings, nil
+}
+
+// changesDefaults says whether the stored roles make an aggregation of the
+// default roles by rule different: one of them is selected, or takes a
+// default's place.
+func changesDefaults(stored []*rbacv1.ClusterRole, rule *rbacv1.AggregationRule) bool {
+	for _, r := range stored {
+		if _, ok := defaults().clusterRoles[r.Name]; ok {
+			return true
+		}
+	}
+	return len(selected(rule, stored)) > 0
+}
+
+func storedClusterRoles(ctx context.Context, s *Stores) ([]*rbacv1.ClusterRole, error) {
+	obj, err := s.ClusterRoles.List(ctx, cachedList())
+	if err != nil {
+		return nil, err
+	}
+	items := obj.(*rbac.ClusterRoleList).Items
+	out := make([]*rbacv1.ClusterRole, 0, len(items))
+	for i := range items {
+		r := &rbacv1.ClusterRole{}
+		if err := rbacv1helpers.Convert_rbac_ClusterRole_To_v1_ClusterRole(&items[i], r, nil); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }
 
 func (s *snapshot) GetClusterRole(_ context.Context, name string) (*rbacv1.ClusterRole, error) {

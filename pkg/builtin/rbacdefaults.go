@@ -29,14 +29,7 @@ type clusterRolesWithDefaults struct {
 
 func (s clusterRolesWithDefaults) Get(ctx context.Context, name string, opts *metav1.GetOptions) (runtime.Object, error) {
 	obj, err := s.Storage.Get(ctx, name, opts)
-	if apierrors.IsNotFound(err) {
-		for _, d := range authorization.DefaultClusterRoles() {
-			if d.Name == name {
-				return d.DeepCopy(), nil
-			}
-		}
-	}
-	return obj, err
+	return orDefault(obj, err, name, authorization.DefaultClusterRoles())
 }
 
 func (s clusterRolesWithDefaults) List(ctx context.Context, opts *metainternalversion.ListOptions) (runtime.Object, error) {
@@ -45,18 +38,7 @@ func (s clusterRolesWithDefaults) List(ctx context.Context, opts *metainternalve
 		return nil, err
 	}
 	list := obj.(*rbac.ClusterRoleList)
-	if list.Continue != "" {
-		return list, nil // the defaults come with the last page
-	}
-	stored := map[string]bool{}
-	for _, r := range list.Items {
-		stored[r.Name] = true
-	}
-	for _, d := range authorization.DefaultClusterRoles() {
-		if !stored[d.Name] && selected(opts, d.Name, d.Labels) {
-			list.Items = append(list.Items, *d.DeepCopy())
-		}
-	}
+	list.Items = withDefaults(list.Items, list.Continue, authorization.DefaultClusterRoles(), opts)
 	return list, nil
 }
 
@@ -66,14 +48,7 @@ type clusterRoleBindingsWithDefaults struct {
 
 func (s clusterRoleBindingsWithDefaults) Get(ctx context.Context, name string, opts *metav1.GetOptions) (runtime.Object, error) {
 	obj, err := s.Storage.Get(ctx, name, opts)
-	if apierrors.IsNotFound(err) {
-		for _, d := range authorization.DefaultClusterRoleBindings() {
-			if d.Name == name {
-				return d.DeepCopy(), nil
-			}
-		}
-	}
-	return obj, err
+	return orDefault(obj, err, name, authorization.DefaultClusterRoleBindings())
 }
 
 func (s clusterRoleBindingsWithDefaults) List(ctx context.Context, opts *metainternalversion.ListOptions) (runtime.Object, error) {
@@ -82,19 +57,48 @@ func (s clusterRoleBindingsWithDefaults) List(ctx context.Context, opts *metaint
 		return nil, err
 	}
 	list := obj.(*rbac.ClusterRoleBindingList)
-	if list.Continue != "" {
-		return list, nil
-	}
-	stored := map[string]bool{}
-	for _, b := range list.Items {
-		stored[b.Name] = true
-	}
-	for _, d := range authorization.DefaultClusterRoleBindings() {
-		if !stored[d.Name] && selected(opts, d.Name, d.Labels) {
-			list.Items = append(list.Items, *d.DeepCopy())
+	list.Items = withDefaults(list.Items, list.Continue, authorization.DefaultClusterRoleBindings(), opts)
+	return list, nil
+}
+
+// defaultObject is a default ClusterRole or ClusterRoleBinding.
+type defaultObject[T any] interface {
+	*T
+	runtime.Object
+	GetName() string
+	GetLabels() map[string]string
+	DeepCopy() *T
+}
+
+// orDefault answers a get of name that the store did not find with the
+// default of that name.
+func orDefault[T any, P defaultObject[T]](obj runtime.Object, err error, name string, defaults []P) (runtime.Object, error) {
+	if apierrors.IsNotFound(err) {
+		for _, d := range defaults {
+			if d.GetName() == name {
+				return P(d.DeepCopy()), nil
+			}
 		}
 	}
-	return list, nil
+	return obj, err
+}
+
+// withDefaults adds to the stored items of a list the defaults they do not
+// replace and opts selects, on the last page (continued is empty).
+func withDefaults[T any, P defaultObject[T]](items []T, continued string, defaults []P, opts *metainternalversion.ListOptions) []T {
+	if continued != "" {
+		return items
+	}
+	stored := map[string]bool{}
+	for i := range items {
+		stored[P(&items[i]).GetName()] = true
+	}
+	for _, d := range defaults {
+		if !stored[d.GetName()] && selected(opts, d.GetName(), d.GetLabels()) {
+			items = append(items, *d.DeepCopy())
+		}
+	}
+	return items
 }
 
 // selected says whether a list with opts shows an object of that name
