@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/heaven-dev/heaven/test/e2e/framework"
 )
@@ -123,14 +121,7 @@ func TestTenantWithThePlugin(t *testing.T) {
 	ts.Kubectl(t, "root", "", "create", "clusterrolebinding", "alice-makes-heavens", "--clusterrole=heaven-maker", "--user=alice")
 
 	// alice's kubeconfig: her certificate, a context pointing at root.
-	cfg := scopedConfig(t, ts, "root", "alice")
-	kubeconfig := clientcmdapi.NewConfig()
-	kubeconfig.Clusters["heaven"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kubeconfig.AuthInfos["alice"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
-	kubeconfig.Contexts["alice"] = &clientcmdapi.Context{Cluster: "heaven", AuthInfo: "alice"}
-	kubeconfig.CurrentContext = "alice"
-	path := filepath.Join(t.TempDir(), "alice.kubeconfig")
-	require.NoError(t, clientcmd.WriteToFile(*kubeconfig, path))
+	path := userKubeconfig(t, ts, certificate(t, ts, "alice"))
 	alice := func(args ...string) (string, error) {
 		cmd := exec.Command(kubectlPath(t), args...)
 		cmd.Env = append(os.Environ(), "KUBECONFIG="+path, "PATH="+pluginDir+string(os.PathListSeparator)+os.Getenv("PATH"), "HOME="+t.TempDir())

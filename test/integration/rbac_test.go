@@ -17,44 +17,58 @@ import (
 	"github.com/heaven-dev/heaven/test/e2e/framework"
 )
 
-// userKubectl runs the real kubectl as user (a certificate of the heaven
-// CA with groups) against a heaven, and returns its output and error.
+// userKubectl runs the real kubectl as some user against a heaven, and
+// returns its output and error.
 type userKubectl func(heaven string, args ...string) (string, error)
 
-// withStdin runs k with stdin as its standard input.
-func withStdin(t *testing.T, ts *framework.HeavenServer, user, stdin string) userKubectl {
-	return kubectlAsWith(t, ts, user, stdin)
-}
-
+// kubectlAs is kubectl as user, with a certificate of the heaven CA
+// (groups as its O).
 func kubectlAs(t *testing.T, ts *framework.HeavenServer, user string, groups ...string) userKubectl {
 	t.Helper()
-	return kubectlAsWith(t, ts, user, "", groups...)
+	return kubectlWith(t, ts, userKubeconfig(t, ts, certificate(t, ts, user, groups...)), "")
 }
 
-func kubectlAsWith(t *testing.T, ts *framework.HeavenServer, user, stdin string, groups ...string) userKubectl {
+// withStdin is kubectlAs user, stdin on kubectl's standard input.
+func withStdin(t *testing.T, ts *framework.HeavenServer, user, stdin string) userKubectl {
 	t.Helper()
-	cfg := scopedConfig(t, ts, "root", user, groups...)
-	return kubectlWith(t, ts, &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}, stdin)
+	return kubectlWith(t, ts, userKubeconfig(t, ts, certificate(t, ts, user)), stdin)
 }
 
 // kubectlWithToken runs kubectl with a bearer token and nothing else.
 func kubectlWithToken(t *testing.T, ts *framework.HeavenServer, token string) userKubectl {
-	return kubectlWith(t, ts, &clientcmdapi.AuthInfo{Token: token}, "")
+	t.Helper()
+	return kubectlWith(t, ts, userKubeconfig(t, ts, &clientcmdapi.AuthInfo{Token: token}), "")
 }
 
-func kubectlWith(t *testing.T, ts *framework.HeavenServer, auth *clientcmdapi.AuthInfo, stdin string) userKubectl {
+// certificate is a client certificate of the heaven CA for user in groups.
+func certificate(t *testing.T, ts *framework.HeavenServer, user string, groups ...string) *clientcmdapi.AuthInfo {
 	t.Helper()
-	cfg := scopedConfig(t, ts, "root", "nobody")
+	cfg := scopedConfig(t, ts, server.RootHeaven, user, groups...)
+	return &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
+}
+
+// userKubeconfig writes a kubeconfig whose one context reaches the root
+// heaven with auth, and returns its path.
+func userKubeconfig(t *testing.T, ts *framework.HeavenServer, auth *clientcmdapi.AuthInfo) string {
+	t.Helper()
+	ca, err := os.ReadFile(filepath.Join(ts.DataDir, "pki", "ca.crt"))
+	require.NoError(t, err)
 	kubeconfig := clientcmdapi.NewConfig()
-	kubeconfig.Clusters["heaven"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kubeconfig.Clusters["heaven"] = &clientcmdapi.Cluster{Server: ts.HeavenURL(server.RootHeaven), CertificateAuthorityData: ca}
 	kubeconfig.AuthInfos["user"] = auth
 	kubeconfig.Contexts["heaven"] = &clientcmdapi.Context{Cluster: "heaven", AuthInfo: "user"}
 	kubeconfig.CurrentContext = "heaven"
 	path := filepath.Join(t.TempDir(), "kubeconfig")
 	require.NoError(t, clientcmd.WriteToFile(*kubeconfig, path))
+	return path
+}
+
+// kubectlWith runs kubectl with kubeconfig against a heaven, stdin on its
+// standard input.
+func kubectlWith(t *testing.T, ts *framework.HeavenServer, kubeconfig, stdin string) userKubectl {
 	return func(heaven string, args ...string) (string, error) {
 		cmd := exec.CommandContext(t.Context(), kubectlPath(t), append([]string{"--server", ts.HeavenURL(heaven), "--request-timeout", "60s"}, args...)...)
-		cmd.Env = append(os.Environ(), "KUBECONFIG="+path, "HOME="+t.TempDir())
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "HOME="+t.TempDir())
 		cmd.Stdin = strings.NewReader(stdin)
 		out, err := cmd.CombinedOutput()
 		return string(out), err
