@@ -36,7 +36,8 @@ KUBECTL_VERSION := v1.37.2
 KUBECTL_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(KUBECTL_VERSION) \
 	-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37
 
-# The real kube-apiserver and kube-controller-manager for `make test-e2e`,
+# The real kube-apiserver, kube-controller-manager and kube-scheduler for
+# `make test-e2e`,
 # built from the separate module in hack/kube (its go.mod pins
 # k8s.io/kubernetes and says why at this version) and stamped with it, so
 # `--version` and /version report it.
@@ -44,6 +45,7 @@ KUBE_VERSION := v1.37.1
 KUBE_MOD := hack/kube/go.mod hack/kube/go.sum
 KUBE_APISERVER := $(TOOLS_BIN)/kube-apiserver
 KUBE_CONTROLLER_MANAGER := $(TOOLS_BIN)/kube-controller-manager
+KUBE_SCHEDULER := $(TOOLS_BIN)/kube-scheduler
 KUBE_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
 	-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37 \
 	-X k8s.io/component-base/version.gitTreeState=clean
@@ -72,7 +74,7 @@ help:
 	@echo "make bench-syncer           the syncer against a real cluster: initial sync of 1,000 objects, latency of single updates"
 	@echo "make bench-merge            our merge of two branches (10,000 objects, 1,000 changes a side) vs git merge (merge-ort)"
 	@echo "make tools                  build kubectl from hack/tools into .cache/bin"
-	@echo "make kube-binaries          build kube-apiserver and kube-controller-manager $(KUBE_VERSION) from hack/kube into .cache/bin"
+	@echo "make kube-binaries          build kube-apiserver, kube-controller-manager and kube-scheduler $(KUBE_VERSION) from hack/kube into .cache/bin"
 	@echo "make image                  build the syncer's container image $(SYNCER_IMAGE) (needs docker)"
 	@echo "make clean                  remove bin/ and .cache/ (not the data in $(DATA_DIR))"
 
@@ -155,13 +157,14 @@ tools: $(KUBECTL)
 $(KUBECTL): $(TOOLS_MOD) hack/tools/kubectl/main.go
 	cd hack/tools && $(GO) build -ldflags "$(KUBECTL_LDFLAGS)" -o $@ ./kubectl
 
-kube-binaries: $(KUBE_APISERVER) $(KUBE_CONTROLLER_MANAGER)
+kube-binaries: $(KUBE_APISERVER) $(KUBE_CONTROLLER_MANAGER) $(KUBE_SCHEDULER)
 
-# One go build for both: they share most of their packages, and the build
-# compiles them once.
-$(KUBE_APISERVER) $(KUBE_CONTROLLER_MANAGER) &: $(KUBE_MOD)
+# One go build for all three: they share most of their packages, and the
+# build compiles them once.
+$(KUBE_APISERVER) $(KUBE_CONTROLLER_MANAGER) $(KUBE_SCHEDULER) &: $(KUBE_MOD)
 	cd hack/kube && $(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $(TOOLS_BIN)/ \
-		k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager
+		k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+		k8s.io/kubernetes/cmd/kube-scheduler
 
 # The syncer's container image, which the cluster controller installs
 # (heaven-server --syncer-image); with kind: kind load docker-image $(SYNCER_IMAGE).

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apiserver/pkg/registry/generic"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/storage/storagebackend"
+	"k8s.io/client-go/informers"
+	kubeclient "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	basecompatibility "k8s.io/component-base/compatibility"
 
@@ -21,14 +23,20 @@ import (
 
 	"github.com/heaven-dev/heaven/pkg/authorization"
 	"github.com/heaven-dev/heaven/pkg/builtin"
+	"github.com/heaven-dev/heaven/pkg/heavenapi/storage"
 	"github.com/heaven-dev/heaven/test/etcdtest"
 )
 
-// startServer serves the built-in groups from a fresh embedded etcd and
-// returns a client config for them.
-func startServer(t *testing.T) *rest.Config {
+// startServer serves the built-in groups of a generic or a kubernetes
+// heaven from a fresh embedded etcd and returns a client config for them.
+func startServer(t *testing.T, kubernetes bool) *rest.Config {
 	t.Helper()
-	getter := restOptionsGetter{etcdURL: etcdtest.NewForTest(t, etcdtest.Config{}).URL}
+	etcdURL := etcdtest.NewForTest(t, etcdtest.Config{}).URL
+	getter := restOptionsGetter{etcdURL: etcdURL}
+	httpServer := httptest.NewUnstartedServer(nil)
+	httpServer.Start()
+	t.Cleanup(httpServer.Close)
+	loopback := &rest.Config{Host: httpServer.URL, QPS: -1}
 
 	cfg := genericapiserver.NewConfig(legacyscheme.Codecs)
 	cfg.EffectiveVersion = basecompatibility.NewEffectiveVersionFromString(builtin.KubernetesVersion, "", "")
@@ -42,16 +50,21 @@ func startServer(t *testing.T) *rest.Config {
 	t.Cleanup(server.Destroy)
 
 	allow := authorizerfactory.NewAlwaysAllowAuthorizer()
-	require.NoError(t, builtin.Install(server, builtin.Config{
+	c := builtin.Config{
 		Authorizer:   allow,
 		RuleResolver: allow,
 		RBAC:         &authorization.Policy{},
 		Discovery:    fake.NewClientset().Discovery(),
-	}, getter))
-
-	httpServer := httptest.NewServer(server.Handler)
-	t.Cleanup(httpServer.Close)
-	return &rest.Config{Host: httpServer.URL, QPS: -1}
+		Kubernetes:   kubernetes,
+	}
+	if kubernetes {
+		c.Loopback = loopback
+		c.Informers = informers.NewSharedInformerFactory(kubeclient.NewForConfigOrDie(loopback), 0)
+		c.Ranges = storage.Ranges{Heaven: "test", Endpoints: []string{etcdURL}, Codec: builtin.StorageCodec}
+	}
+	require.NoError(t, builtin.Install(server, c, getter))
+	httpServer.Config.Handler = server.Handler
+	return loopback
 }
 
 // restOptionsGetter stores each resource as kube-apiserver does under

@@ -7,15 +7,17 @@
 // Kubernetes decides; the package only chooses which groups a heaven serves
 // and hands them a heaven's storage.
 //
-// A heaven serves what kcp's generic control plane serves
+// A generic heaven serves what kcp's generic control plane serves
 // (k8s.io/kubernetes/pkg/controlplane/apiserver.GenericStorageProviders),
 // without flow control and the apiserver-internal and storage-migration
 // groups (heaven-server has one front for every heaven), plus apps/v1
-// Deployments (what the syncer places on clusters).
+// Deployments (what the syncer places on clusters). A kubernetes heaven
+// serves what kube-apiserver serves (kubernetes.go).
 package builtin
 
 import (
 	"fmt"
+	"maps"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -26,6 +28,8 @@ import (
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	serverstorage "k8s.io/apiserver/pkg/server/storage"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/rest"
 	admissionregistrationrest "k8s.io/kubernetes/pkg/registry/admissionregistration/rest"
 	appsrest "k8s.io/kubernetes/pkg/registry/apps/rest"
 	authenticationrest "k8s.io/kubernetes/pkg/registry/authentication/rest"
@@ -60,6 +64,19 @@ type Config struct {
 	// Discovery resolves the resources admission policies name.
 	Discovery discovery.DiscoveryInterface
 	EventTTL  time.Duration
+
+	// Kubernetes serves kube-apiserver's whole built-in API (a kubernetes
+	// heaven, kubernetes.go) instead of the generic control plane's.
+	Kubernetes bool
+	// Loopback reaches the heaven itself and Informers are its shared
+	// informers: a kubernetes heaven's Service allocators and start-up
+	// controllers use them.
+	Loopback  *rest.Config
+	Informers informers.SharedInformerFactory
+	// Ranges stores the bitmap of a kubernetes heaven's node ports: state
+	// derived from its Services, which the repair loop rebuilds, kept out
+	// of git (k8s.io/kubernetes' allocator takes a storage factory).
+	Ranges serverstorage.StorageFactory
 }
 
 // storageProvider is the interface of k8s.io/kubernetes' REST storage
@@ -69,10 +86,13 @@ type storageProvider interface {
 	NewRESTStorage(serverstorage.APIResourceConfigSource, generic.RESTOptionsGetter) (genericapiserver.APIGroupInfo, error)
 }
 
-func (c Config) providers() []storageProvider {
+func (c Config) providers() ([]storageProvider, error) {
 	ttl := c.EventTTL
 	if ttl == 0 {
 		ttl = DefaultEventTTL
+	}
+	if c.Kubernetes {
+		return c.kubernetesProviders(ttl)
 	}
 	// The order is discovery's: an unqualified name ("events") means the
 	// first group that serves it.
@@ -86,12 +106,20 @@ func (c Config) providers() []storageProvider {
 		admissionregistrationrest.RESTStorageProvider{Authorizer: c.Authorizer, DiscoveryClient: c.Discovery},
 		eventsrest.RESTStorageProvider{TTL: ttl},
 		appsrest.StorageProvider{},
-	}
+	}, nil
 }
 
-// ResourceConfig is which group versions and resources a heaven serves:
-// the generic control plane's defaults, and of apps/v1 only Deployments.
-func ResourceConfig() *serverstorage.ResourceConfig {
+// ResourceConfig is which group versions and resources a heaven serves.
+func (c Config) ResourceConfig() *serverstorage.ResourceConfig {
+	if c.Kubernetes {
+		return KubernetesResourceConfig()
+	}
+	return GenericResourceConfig()
+}
+
+// GenericResourceConfig is what a generic heaven serves: the generic control
+// plane's defaults, and of apps/v1 only Deployments.
+func GenericResourceConfig() *serverstorage.ResourceConfig {
 	c := serverstorage.NewResourceConfig()
 	for _, gv := range servedVersions {
 		c.EnableVersions(gv)
@@ -105,9 +133,13 @@ func ResourceConfig() *serverstorage.ResourceConfig {
 // Install builds every built-in group's REST storage over optsGetter and
 // installs it into s, as kube-apiserver's InstallAPIs does.
 func Install(s *genericapiserver.GenericAPIServer, c Config, optsGetter generic.RESTOptionsGetter) error {
-	resources := ResourceConfig()
+	resources := c.ResourceConfig()
+	providers, err := c.providers()
+	if err != nil {
+		return err
+	}
 	var groups []*genericapiserver.APIGroupInfo
-	for _, p := range c.providers() {
+	for _, p := range providers {
 		info, err := p.NewRESTStorage(resources, optsGetter)
 		if err != nil {
 			destroy(groups)
@@ -135,6 +167,31 @@ func Install(s *genericapiserver.GenericAPIServer, c Config, optsGetter generic.
 	}
 	for _, g := range groups {
 		g.StaticOpenAPISpec = nil
+	}
+	return addHooks(s, c, providers)
+}
+
+// addHooks adds the post-start hooks of the providers (the allocators'
+// repair loops, the system priority classes) and of a kubernetes heaven's
+// start-up controllers.
+func addHooks(s *genericapiserver.GenericAPIServer, c Config, providers []storageProvider) error {
+	hooks := map[string]genericapiserver.PostStartHookFunc{}
+	for _, p := range providers {
+		if hp, ok := p.(genericapiserver.PostStartHookProvider); ok {
+			name, hook, err := hp.PostStartHook()
+			if err != nil {
+				return fmt.Errorf("start-up of API group %q: %w", p.GroupName(), err)
+			}
+			hooks[name] = hook
+		}
+	}
+	if c.Kubernetes {
+		maps.Copy(hooks, c.kubernetesHooks())
+	}
+	for name, hook := range hooks {
+		if err := s.AddPostStartHook(name, tolerantHook(name, hook)); err != nil {
+			return err
+		}
 	}
 	return nil
 }

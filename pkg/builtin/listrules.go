@@ -22,7 +22,7 @@ import (
 var ListRules = sync.OnceValue(func() []merge.ListRule {
 	defs := kubeopenapi.GetOpenAPIDefinitions(func(name string) spec.Ref { return spec.MustCreateRef(name) })
 	var rules []merge.ListRule
-	for _, r := range resources {
+	for _, r := range Resources(true) {
 		obj, err := NewStored(r)
 		if err != nil {
 			continue

@@ -35,14 +35,18 @@ type Resource struct {
 	Namespaced    bool
 }
 
-// Resources lists every built-in resource a heaven stores, each once (the
-// events of events.k8s.io are stored as core Events, as in kube-apiserver).
-// TestResourcesAreWhatIsServed holds it to what the providers install.
-func Resources() []Resource {
-	return resources
+// Resources lists every built-in resource a generic or a kubernetes heaven
+// stores, each once (the events of events.k8s.io are stored as core Events,
+// as in kube-apiserver). TestResourcesAreWhatIsServed holds them to what the
+// providers install.
+func Resources(kubernetes bool) []Resource {
+	if kubernetes {
+		return kubernetesResources
+	}
+	return genericResources
 }
 
-var resources = []Resource{
+var genericResources = []Resource{
 	{schema.GroupResource{Resource: "namespaces"}, "Namespace", false},
 	{schema.GroupResource{Resource: "configmaps"}, "ConfigMap", true},
 	{schema.GroupResource{Resource: "secrets"}, "Secret", true},
@@ -70,7 +74,8 @@ var resources = []Resource{
 var storageFactory = sync.OnceValues(func() (*serverstorage.DefaultStorageFactory, error) {
 	ev := basecompatibility.NewEffectiveVersionFromString(KubernetesVersion, "", "")
 	c := kubeapiserver.NewStorageFactoryConfigEffectiveVersion(ev)
-	c.APIResourceConfig = ResourceConfig()
+	// What a kubernetes heaven serves includes what a generic one does.
+	c.APIResourceConfig = KubernetesResourceConfig()
 	etcd := serveroptions.NewEtcdOptions(storagebackend.NewDefaultConfig("/registry", nil))
 	etcd.DefaultStorageMediaType = runtime.ContentTypeJSON
 	return c.Complete(etcd).New()
@@ -109,4 +114,67 @@ func NewStored(r Resource) (runtime.Object, error) {
 		return nil, fmt.Errorf("no storage version of %s", r.GroupResource)
 	}
 	return legacyscheme.Scheme.New(gvk)
+}
+
+// kubernetesResources are kube-apiserver's, but those kubernetes.go leaves
+// out.
+var kubernetesResources = []Resource{
+	{schema.GroupResource{Group: "", Resource: "podtemplates"}, "PodTemplate", true},
+	{schema.GroupResource{Group: "", Resource: "persistentvolumes"}, "PersistentVolume", false},
+	{schema.GroupResource{Group: "", Resource: "resourcequotas"}, "ResourceQuota", true},
+	{schema.GroupResource{Group: "", Resource: "serviceaccounts"}, "ServiceAccount", true},
+	{schema.GroupResource{Group: "", Resource: "pods"}, "Pod", true},
+	{schema.GroupResource{Group: "", Resource: "replicationcontrollers"}, "ReplicationController", true},
+	{schema.GroupResource{Group: "", Resource: "endpoints"}, "Endpoints", true},
+	{schema.GroupResource{Group: "", Resource: "services"}, "Service", true},
+	{schema.GroupResource{Group: "", Resource: "nodes"}, "Node", false},
+	{schema.GroupResource{Group: "", Resource: "secrets"}, "Secret", true},
+	{schema.GroupResource{Group: "", Resource: "limitranges"}, "LimitRange", true},
+	{schema.GroupResource{Group: "", Resource: "persistentvolumeclaims"}, "PersistentVolumeClaim", true},
+	{schema.GroupResource{Group: "", Resource: "configmaps"}, "ConfigMap", true},
+	{schema.GroupResource{Group: "", Resource: "events"}, "Event", true},
+	{schema.GroupResource{Group: "", Resource: "namespaces"}, "Namespace", false},
+	{schema.GroupResource{Group: "admissionregistration.k8s.io", Resource: "validatingadmissionpolicies"}, "ValidatingAdmissionPolicy", false},
+	{schema.GroupResource{Group: "admissionregistration.k8s.io", Resource: "mutatingadmissionpolicybindings"}, "MutatingAdmissionPolicyBinding", false},
+	{schema.GroupResource{Group: "admissionregistration.k8s.io", Resource: "mutatingwebhookconfigurations"}, "MutatingWebhookConfiguration", false},
+	{schema.GroupResource{Group: "admissionregistration.k8s.io", Resource: "validatingadmissionpolicybindings"}, "ValidatingAdmissionPolicyBinding", false},
+	{schema.GroupResource{Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations"}, "ValidatingWebhookConfiguration", false},
+	{schema.GroupResource{Group: "admissionregistration.k8s.io", Resource: "mutatingadmissionpolicies"}, "MutatingAdmissionPolicy", false},
+	{schema.GroupResource{Group: "apps", Resource: "controllerrevisions"}, "ControllerRevision", true},
+	{schema.GroupResource{Group: "apps", Resource: "daemonsets"}, "DaemonSet", true},
+	{schema.GroupResource{Group: "apps", Resource: "deployments"}, "Deployment", true},
+	{schema.GroupResource{Group: "apps", Resource: "replicasets"}, "ReplicaSet", true},
+	{schema.GroupResource{Group: "apps", Resource: "statefulsets"}, "StatefulSet", true},
+	{schema.GroupResource{Group: "autoscaling", Resource: "horizontalpodautoscalers"}, "HorizontalPodAutoscaler", true},
+	{schema.GroupResource{Group: "batch", Resource: "jobs"}, "Job", true},
+	{schema.GroupResource{Group: "batch", Resource: "cronjobs"}, "CronJob", true},
+	{schema.GroupResource{Group: "certificates.k8s.io", Resource: "podcertificaterequests"}, "PodCertificateRequest", true},
+	{schema.GroupResource{Group: "certificates.k8s.io", Resource: "certificatesigningrequests"}, "CertificateSigningRequest", false},
+	{schema.GroupResource{Group: "certificates.k8s.io", Resource: "clustertrustbundles"}, "ClusterTrustBundle", false},
+	{schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, "Lease", true},
+	{schema.GroupResource{Group: "discovery.k8s.io", Resource: "endpointslices"}, "EndpointSlice", true},
+	{schema.GroupResource{Group: "networking.k8s.io", Resource: "networkpolicies"}, "NetworkPolicy", true},
+	{schema.GroupResource{Group: "networking.k8s.io", Resource: "ingressclasses"}, "IngressClass", false},
+	{schema.GroupResource{Group: "networking.k8s.io", Resource: "ingresses"}, "Ingress", true},
+	{schema.GroupResource{Group: "networking.k8s.io", Resource: "ipaddresses"}, "IPAddress", false},
+	{schema.GroupResource{Group: "networking.k8s.io", Resource: "servicecidrs"}, "ServiceCIDR", false},
+	{schema.GroupResource{Group: "node.k8s.io", Resource: "runtimeclasses"}, "RuntimeClass", false},
+	{schema.GroupResource{Group: "policy", Resource: "poddisruptionbudgets"}, "PodDisruptionBudget", true},
+	{schema.GroupResource{Group: "rbac.authorization.k8s.io", Resource: "clusterroles"}, "ClusterRole", false},
+	{schema.GroupResource{Group: "rbac.authorization.k8s.io", Resource: "rolebindings"}, "RoleBinding", true},
+	{schema.GroupResource{Group: "rbac.authorization.k8s.io", Resource: "roles"}, "Role", true},
+	{schema.GroupResource{Group: "rbac.authorization.k8s.io", Resource: "clusterrolebindings"}, "ClusterRoleBinding", false},
+	{schema.GroupResource{Group: "resource.k8s.io", Resource: "deviceclasses"}, "DeviceClass", false},
+	{schema.GroupResource{Group: "resource.k8s.io", Resource: "resourceclaims"}, "ResourceClaim", true},
+	{schema.GroupResource{Group: "resource.k8s.io", Resource: "resourceclaimtemplates"}, "ResourceClaimTemplate", true},
+	{schema.GroupResource{Group: "resource.k8s.io", Resource: "resourceslices"}, "ResourceSlice", false},
+	{schema.GroupResource{Group: "resource.k8s.io", Resource: "devicetaintrules"}, "DeviceTaintRule", false},
+	{schema.GroupResource{Group: "scheduling.k8s.io", Resource: "priorityclasses"}, "PriorityClass", false},
+	{schema.GroupResource{Group: "storage.k8s.io", Resource: "csidrivers"}, "CSIDriver", false},
+	{schema.GroupResource{Group: "storage.k8s.io", Resource: "csistoragecapacities"}, "CSIStorageCapacity", true},
+	{schema.GroupResource{Group: "storage.k8s.io", Resource: "storageclasses"}, "StorageClass", false},
+	{schema.GroupResource{Group: "storage.k8s.io", Resource: "volumeattributesclasses"}, "VolumeAttributesClass", false},
+	{schema.GroupResource{Group: "storage.k8s.io", Resource: "csinodes"}, "CSINode", false},
+	{schema.GroupResource{Group: "storage.k8s.io", Resource: "volumeattachments"}, "VolumeAttachment", false},
+	{schema.GroupResource{Group: "storagemigration.k8s.io", Resource: "storageversionmigrations"}, "StorageVersionMigration", false},
 }

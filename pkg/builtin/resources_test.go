@@ -19,7 +19,15 @@ import (
 // only take create) is listed once, with its kind and scope, and nothing
 // else is. The events of events.k8s.io are core Events in storage.
 func TestResourcesAreWhatIsServed(t *testing.T) {
-	cfg := startServer(t)
+	for _, kubernetes := range []bool{false, true} {
+		t.Run(map[bool]string{false: "generic", true: "kubernetes"}[kubernetes], func(t *testing.T) {
+			testResourcesAreWhatIsServed(t, kubernetes)
+		})
+	}
+}
+
+func testResourcesAreWhatIsServed(t *testing.T, kubernetes bool) {
+	cfg := startServer(t, kubernetes)
 	lists, err := discovery.NewDiscoveryClientForConfigOrDie(cfg).ServerPreferredResources()
 	require.NoError(t, err)
 
@@ -37,9 +45,14 @@ func TestResourcesAreWhatIsServed(t *testing.T) {
 			served = append(served, builtin.Resource{GroupResource: gv.WithResource(r.Name).GroupResource(), Kind: r.Kind, Namespaced: r.Namespaced})
 		}
 	}
-	assert.ElementsMatch(t, builtin.Resources(), served)
+	if !assert.ElementsMatch(t, builtin.Resources(kubernetes), served) {
+		t.Log("Served:")
+		for _, r := range served {
+			t.Logf("{schema.GroupResource{Group: %q, Resource: %q}, %q, %v},", r.GroupResource.Group, r.GroupResource.Resource, r.Kind, r.Namespaced)
+		}
+	}
 
-	for _, r := range builtin.Resources() {
+	for _, r := range builtin.Resources(kubernetes) {
 		obj, err := builtin.NewStored(r)
 		require.NoError(t, err, r.GroupResource)
 		typ := reflect.TypeOf(obj).Elem()

@@ -30,7 +30,7 @@ import (
 // TestServeBuiltinTypes drives the served types with the typed clientset, in
 // order: each step builds on the objects of the ones before.
 func TestServeBuiltinTypes(t *testing.T) {
-	cfg := startServer(t)
+	cfg := startServer(t, false)
 	client := kubernetes.NewForConfigOrDie(cfg)
 	ctx := t.Context()
 	const ns = "team"

@@ -9,6 +9,7 @@ import (
 	mutatingwebhook "k8s.io/apiserver/pkg/admission/plugin/webhook/mutating"
 	validatingwebhook "k8s.io/apiserver/pkg/admission/plugin/webhook/validating"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+	serverstorage "k8s.io/apiserver/pkg/server/storage"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/apiserver/pkg/util/webhook"
 	"k8s.io/client-go/dynamic"
@@ -20,8 +21,6 @@ import (
 	certsigning "k8s.io/kubernetes/plugin/pkg/admission/certificates/signing"
 	certsubjectrestriction "k8s.io/kubernetes/plugin/pkg/admission/certificates/subjectrestriction"
 	"k8s.io/kubernetes/plugin/pkg/admission/serviceaccount"
-
-	builtin "github.com/heaven-dev/heaven/pkg/builtin"
 )
 
 // AdmissionPlugins are the admission plugins every heaven runs: those
@@ -48,17 +47,21 @@ var AdmissionPlugins = []string{
 // heaven's own informers and loopback clients. Webhooks named by Service
 // are called at <service>.<namespace>.svc, as kube-apiserver does without
 // its aggregator's endpoint routing.
-func applyAdmission(gc *genericapiserver.RecommendedConfig, kube kubernetes.Interface) error {
+//
+// A kubernetes heaven runs the plugins kube-apiserver turns on by default.
+func applyAdmission(gc *genericapiserver.RecommendedConfig, kube kubernetes.Interface, kubernetesAPI bool, resources *serverstorage.ResourceConfig) error {
 	dyn, err := dynamic.NewForConfig(gc.LoopbackClientConfig)
 	if err != nil {
 		return err
 	}
 	opts := kubeoptions.NewAdmissionOptions()
-	opts.GenericAdmission.DefaultOffPlugins = sets.New(opts.GenericAdmission.RecommendedPluginOrder...).Delete(AdmissionPlugins...)
+	if !kubernetesAPI {
+		opts.GenericAdmission.DefaultOffPlugins = sets.New(opts.GenericAdmission.RecommendedPluginOrder...).Delete(AdmissionPlugins...)
+	}
 	initializers, err := (&controlplaneadmission.Config{
 		LoopbackClientConfig: gc.LoopbackClientConfig,
 		ExternalInformers:    gc.SharedInformerFactory,
-		APIResourceConfig:    builtin.ResourceConfig(),
+		APIResourceConfig:    resources,
 	}).New(nil, nil, webhook.NewDefaultServiceResolver(), gc.TracerProvider)
 	if err != nil {
 		return err

@@ -13,9 +13,11 @@ import (
 	"net/http"
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsinternal "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsapiserver "k8s.io/apiextensions-apiserver/pkg/apiserver"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -39,6 +41,10 @@ import (
 type Config struct {
 	// Name of the heaven; its objects live on the git branch of that name.
 	Name string
+	// Kubernetes makes the heaven serve kube-apiserver's whole built-in
+	// API (a heaven of type kubernetes) instead of the generic control
+	// plane's.
+	Kubernetes bool
 	// Clients reach the git store and the ephemeral etcd.
 	Clients storage.Clients
 	// Ephemeral says which resources go to the ephemeral etcd.
@@ -110,13 +116,27 @@ func (c *Config) genericConfig(policy *authorization.Policy) (*genericapiserver.
 	}
 	gc.ClientConfig = c.Loopback
 	gc.SharedInformerFactory = informers.NewSharedInformerFactory(kube, 0)
-	if err := applyAdmission(gc, kube); err != nil {
+	if err := applyAdmission(gc, kube, c.Kubernetes, c.builtin().ResourceConfig()); err != nil {
 		return nil, nil, fmt.Errorf("admission: %w", err)
 	}
 	if len(c.Admission) > 0 {
 		gc.AdmissionControl = admission.NewChainHandler(append(slices.Clone(c.Admission), gc.AdmissionControl)...)
 	}
 	return gc, kube, nil
+}
+
+// builtin is the part of the built-in groups' configuration that says
+// what they serve.
+func (c *Config) builtin() builtin.Config {
+	return builtin.Config{Kubernetes: c.Kubernetes}
+}
+
+// initialNamespaces are the namespaces the heaven creates when it starts.
+func (c *Config) initialNamespaces() []string {
+	if c.Kubernetes {
+		return append(slices.Clone(InitialNamespaces), metav1.NamespacePublic, corev1.NamespaceNodeLease)
+	}
+	return InitialNamespaces
 }
 
 // typedCodec is the storage codec of the CRD type and of the built-in types:

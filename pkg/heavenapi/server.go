@@ -34,13 +34,14 @@ var InitialNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem
 
 // Server is one heaven's running API server.
 type Server struct {
-	name    string
-	handler http.Handler
-	kube    kubernetes.Interface
-	tokens  authenticator.Token // the heaven's ServiceAccount tokens
-	authz   authorizer.UnconditionalAuthorizer
-	run     func(context.Context) error
-	signals func() map[string]<-chan struct{}
+	name       string
+	namespaces []string // created when it starts
+	handler    http.Handler
+	kube       kubernetes.Interface
+	tokens     authenticator.Token // the heaven's ServiceAccount tokens
+	authz      authorizer.UnconditionalAuthorizer
+	run        func(context.Context) error
+	signals    func() map[string]<-chan struct{}
 
 	cancel   context.CancelFunc
 	startErr atomic.Pointer[error] // why it gave up starting, if it did
@@ -60,14 +61,15 @@ func New(c Config) (*Server, error) {
 	}
 	s, run := b.server, b.run
 	srv := &Server{
-		name:    c.Name,
-		handler: s.Handler,
-		kube:    b.kube,
-		tokens:  b.tokens,
-		authz:   s.Authorizer,
-		done:    make(chan struct{}),
-		ready:   make(chan struct{}),
-		failed:  make(chan struct{}),
+		name:       c.Name,
+		namespaces: c.initialNamespaces(),
+		handler:    s.Handler,
+		kube:       b.kube,
+		tokens:     b.tokens,
+		authz:      s.Authorizer,
+		done:       make(chan struct{}),
+		ready:      make(chan struct{}),
+		failed:     make(chan struct{}),
 	}
 	srv.run = func(ctx context.Context) error {
 		defer loopback.closeIdleConnections()
@@ -131,7 +133,7 @@ const (
 
 func (s *Server) becomeReady(ctx context.Context) {
 	logger := klog.FromContext(ctx).WithValues("heaven", s.name)
-	for _, ns := range InitialNamespaces {
+	for _, ns := range s.namespaces {
 		if err := s.createInitialNamespace(ctx, ns); err != nil {
 			if ctx.Err() == nil {
 				logger.Error(err, "Heaven could not start")
@@ -273,15 +275,15 @@ func (c Config) build() (*built, error) {
 	if tokenReviews != nil {
 		reviews = bearertoken.New(tokenReviews)
 	}
-	err = builtin.Install(s, builtin.Config{
-		Authorizer:           gc.Authorization.Authorizer,
-		RuleResolver:         gc.RuleResolver,
-		RBAC:                 policy,
-		Authenticator:        reviews,
-		Discovery:            kube.Discovery(),
-		ServiceAccountTokens: tokens,
-		APIAudiences:         audiences,
-	}, gc.RESTOptionsGetter)
+	bc := c.builtin()
+	if c.Kubernetes {
+		bc.Loopback, bc.Informers = gc.LoopbackClientConfig, gc.SharedInformerFactory
+		bc.Ranges = storage.Ranges{Heaven: c.Name, Endpoints: c.Clients.Ephemeral.Endpoints(), Codec: typedCodec}
+	}
+	bc.Authorizer, bc.RuleResolver, bc.RBAC = gc.Authorization.Authorizer, gc.RuleResolver, policy
+	bc.Authenticator, bc.Discovery = reviews, kube.Discovery()
+	bc.ServiceAccountTokens, bc.APIAudiences = tokens, audiences
+	err = builtin.Install(s, bc, gc.RESTOptionsGetter)
 	if err != nil {
 		s.Destroy()
 		return nil, fmt.Errorf("built-in types: %w", err)

@@ -34,7 +34,7 @@ func ObjectFiles() (*objectfile.Reader, error) {
 		{Group: apiextensionsv1.GroupName, Resource: "customresourcedefinitions"}: {Kind: "CustomResourceDefinition",
 			Decode: decodeInto(&apiextensionsv1.CustomResourceDefinition{})},
 	}
-	for _, r := range builtin.Resources() {
+	for _, r := range builtin.Resources(true) {
 		stored, err := builtin.NewStored(r)
 		if err != nil {
 			return nil, err

@@ -30,6 +30,7 @@ import (
 
 	"github.com/heaven-dev/heaven/pkg/admission/heavencreator"
 	"github.com/heaven-dev/heaven/pkg/admission/objectlimit"
+	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
 	"github.com/heaven-dev/heaven/pkg/authorization"
 	mergectrl "github.com/heaven-dev/heaven/pkg/controllers/automatedmerge"
 	heavenctrl "github.com/heaven-dev/heaven/pkg/controllers/heaven"
@@ -331,6 +332,10 @@ func mayCreateOnFirstUse(ctx context.Context) bool {
 // newHeaven builds the API server of heaven name.
 func (s *Server) newHeaven(name string) (*heavenapi.Server, error) {
 	_, port, _ := net.SplitHostPort(s.listener.Addr().String())
+	typ, err := s.heavenType(name)
+	if err != nil {
+		return nil, err
+	}
 	clients, err := s.heavenClients(name)
 	if err != nil {
 		return nil, err
@@ -360,6 +365,7 @@ func (s *Server) newHeaven(name string) (*heavenapi.Server, error) {
 	}
 	return heavenapi.New(heavenapi.Config{
 		Name:            name,
+		Kubernetes:      typ == v1alpha1.HeavenTypeKubernetes,
 		Clients:         clients,
 		Ephemeral:       func(gr schema.GroupResource) bool { return s.ephemeral[gr] },
 		Loopback:        s.loopbackConfig(name),
@@ -370,6 +376,25 @@ func (s *Server) newHeaven(name string) (*heavenapi.Server, error) {
 		ServiceAccounts: s.serviceAccounts(name),
 		Audit:           s.audit.heavens(),
 	})
+}
+
+// heavenTypeTimeout bounds the look-up of a heaven's type in root.
+const heavenTypeTimeout = 30 * time.Second
+
+// heavenType is the API heaven name serves, as its Heaven in root says;
+// root itself is generic.
+func (s *Server) heavenType(name string) (v1alpha1.HeavenType, error) {
+	ctrl := s.heavenCtrl.Load()
+	if name == RootHeaven || ctrl == nil {
+		return v1alpha1.HeavenTypeGeneric, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), heavenTypeTimeout)
+	defer cancel()
+	typ, err := ctrl.Type(ctx, name)
+	if err != nil {
+		return "", fmt.Errorf("the type of heaven %s: %w", name, err)
+	}
+	return typ, nil
 }
 
 // loopbackHTTP is the one HTTP client of the in-process requests that

@@ -20,7 +20,7 @@ import (
 func (o *options) listCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "list",
-		Short: "List every heaven: name, phase, revision, head commit, what it was forked from",
+		Short: "List every heaven: name, type, phase, revision, head commit, what it was forked from",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			heavens, err := o.heavens()
@@ -36,13 +36,13 @@ func (o *options) listCommand() *cobra.Command {
 				current = loc.heaven
 			}
 			w := tabwriter.NewWriter(o.streams.Out, 0, 8, 2, ' ', 0)
-			fmt.Fprintln(w, "CURRENT\tNAME\tPHASE\tREVISION\tHEAD\tFORKED FROM")
+			fmt.Fprintln(w, "CURRENT\tNAME\tTYPE\tPHASE\tREVISION\tHEAD\tFORKED FROM")
 			// root holds the Heaven objects and has none of its own.
 			mark := ""
 			if current == rootHeaven {
 				mark = "*"
 			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t\t\t\n", mark, rootHeaven, v1alpha1.HeavenPhaseReady)
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t\t\t\n", mark, rootHeaven, v1alpha1.HeavenTypeGeneric, v1alpha1.HeavenPhaseReady)
 			for _, u := range list.Items {
 				var h v1alpha1.Heaven
 				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &h); err != nil {
@@ -56,7 +56,7 @@ func (o *options) listCommand() *cobra.Command {
 				if f := h.Status.ForkedFrom; f != nil {
 					fork = fmt.Sprintf("%s@%d", f.Heaven, f.Revision)
 				}
-				fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\n", mark, h.Name, h.Status.Phase, h.Status.Revision, short(h.Status.Head), fork)
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", mark, h.Name, v1alpha1.TypeOf(&h), h.Status.Phase, h.Status.Revision, short(h.Status.Head), fork)
 			}
 			return w.Flush()
 		},
@@ -87,16 +87,17 @@ func (o *options) currentCommand() *cobra.Command {
 }
 
 func (o *options) createCommand() *cobra.Command {
-	var fork string
+	var fork, typ string
 	var timeout time.Duration
 	cmd := &cobra.Command{
-		Use:   "create NAME [--fork FROM[@REVISION]]",
+		Use:   "create NAME [--fork FROM[@REVISION]] [--type generic|kubernetes]",
 		Short: "Create a heaven (a Heaven object in root) and wait until it is ready",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			h := &v1alpha1.Heaven{
 				TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "Heaven"},
 				ObjectMeta: metav1.ObjectMeta{Name: args[0]},
+				Spec:       v1alpha1.HeavenSpec{Type: v1alpha1.HeavenType(typ)},
 			}
 			if fork != "" {
 				from, rev, err := parseAt(fork)
@@ -140,6 +141,7 @@ func (o *options) createCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&fork, "fork", "", "Start as a copy of heaven FROM, at REVISION if given (FROM@REVISION), else at its current revision.")
+	cmd.Flags().StringVar(&typ, "type", string(v1alpha1.HeavenTypeGeneric), "The API the heaven serves: generic (namespaces, config maps, secrets, RBAC, CRDs, Deployments, ...) or kubernetes (all of kube-apiserver's, for kube-controller-manager and kube-scheduler). It can't change later.")
 	cmd.Flags().DurationVar(&timeout, "timeout", time.Minute, "How long to wait for the heaven to be ready.")
 	return cmd
 }

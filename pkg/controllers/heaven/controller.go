@@ -100,6 +100,29 @@ func (c *Controller) Exists(ctx context.Context, name string) (bool, error) {
 	return err == nil, err
 }
 
+// Type returns the API heaven name serves, as its Heaven says: from the
+// cache, or from root when the cache has no such Heaven (yet). A heaven
+// without a Heaven object is generic.
+func (c *Controller) Type(ctx context.Context, name string) (v1alpha1.HeavenType, error) {
+	obj, ok, err := c.informer.GetStore().GetByKey(name)
+	if err != nil {
+		return "", err
+	}
+	u, _ := obj.(*unstructured.Unstructured)
+	if !ok {
+		if u, err = c.client.Get(ctx, name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+			return v1alpha1.HeavenTypeGeneric, nil
+		} else if err != nil {
+			return "", err
+		}
+	}
+	typ, _, err := unstructured.NestedString(u.Object, "spec", "type")
+	if err != nil {
+		return "", fmt.Errorf("the Heaven of %s: %w", name, err)
+	}
+	return v1alpha1.TypeOf(&v1alpha1.Heaven{Spec: v1alpha1.HeavenSpec{Type: v1alpha1.HeavenType(typ)}}), nil
+}
+
 // Run reconciles until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) {
 	c.factory.Start(ctx.Done())

@@ -67,10 +67,6 @@ func (g *Getter) GetRESTOptions(gr schema.GroupResource, example runtime.Object)
 	if g.Ephemeral != nil && g.Ephemeral(gr) {
 		client, prefix = g.Clients.Ephemeral, path.Join(EphemeralPrefix, g.Heaven)
 	}
-	group := gr.Group
-	if group == "" {
-		group = "core"
-	}
 	return generic.RESTOptions{
 		StorageConfig: &storagebackend.ConfigForResource{
 			Config: storagebackend.Config{
@@ -85,8 +81,17 @@ func (g *Getter) GetRESTOptions(gr schema.GroupResource, example runtime.Object)
 		Decorator:               sharedClientStorage(client),
 		EnableGarbageCollection: false,
 		DeleteCollectionWorkers: 1,
-		ResourcePrefix:          group + "/" + gr.Resource,
+		ResourcePrefix:          resourcePrefix(gr),
 	}, nil
+}
+
+// resourcePrefix is "<group or core>/<resource>".
+func resourcePrefix(gr schema.GroupResource) string {
+	group := gr.Group
+	if group == "" {
+		group = "core"
+	}
+	return group + "/" + gr.Resource
 }
 
 // sharedClientStorage builds an etcd3 store over an existing client, without

@@ -20,6 +20,7 @@ type binary struct {
 var (
 	kubeAPIServer         = binary{"KUBE_APISERVER", "kube-apiserver", "kube-binaries"}
 	kubeControllerManager = binary{"KUBE_CONTROLLER_MANAGER", "kube-controller-manager", "kube-binaries"}
+	kubeScheduler         = binary{"KUBE_SCHEDULER", "kube-scheduler", "kube-binaries"}
 	kubectl               = binary{"KUBECTL", "kubectl", "tools"}
 )
 

@@ -30,6 +30,9 @@ type Heaven struct {
 // HeavenSpec says where a heaven's data comes from and what happens to it
 // when the Heaven is deleted.
 type HeavenSpec struct {
+	// Type is the API the heaven serves: generic (default) or kubernetes.
+	// It can't change once the Heaven exists.
+	Type HeavenType `json:"type,omitempty"`
 	// Fork starts the heaven as a copy of another heaven at a revision.
 	// Only read when the heaven's branch does not exist yet.
 	Fork *Fork `json:"fork,omitempty"`
@@ -82,6 +85,29 @@ type Fork struct {
 	Heaven string `json:"heaven"`
 	// Revision of that heaven; 0 or unset is its current revision.
 	Revision int64 `json:"revision,omitempty"`
+}
+
+// HeavenType is the API a heaven serves.
+type HeavenType string
+
+const (
+	// HeavenTypeGeneric serves what kcp's generic control plane serves
+	// (namespaces, config maps, secrets, service accounts, RBAC, admission
+	// policies and webhooks, certificates, leases, events, CRDs) and
+	// Deployments.
+	HeavenTypeGeneric HeavenType = "generic"
+	// HeavenTypeKubernetes serves kube-apiserver's whole built-in API (pods,
+	// services with their IP and port allocators, nodes, jobs, ...), so that
+	// kube-controller-manager and kube-scheduler run against the heaven.
+	HeavenTypeKubernetes HeavenType = "kubernetes"
+)
+
+// TypeOf returns the heaven type h serves (generic when unset).
+func TypeOf(h *Heaven) HeavenType {
+	if h == nil || h.Spec.Type == "" {
+		return HeavenTypeGeneric
+	}
+	return h.Spec.Type
 }
 
 // DeletePolicy says what deleting a Heaven does to its branch.

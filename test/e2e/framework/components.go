@@ -1,0 +1,63 @@
+package framework
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+)
+
+// RunKubeControllerManager runs the real kube-controller-manager against
+// a heaven of h, as against a kube-apiserver: every controller on by default,
+// no leader election (one instance), no serving port. It stops when the
+// test ends; its log is in the test's temporary directory, and its end is
+// shown if the test fails.
+func (h *HeavenServer) RunKubeControllerManager(t testing.TB, heaven string, args ...string) {
+	t.Helper()
+	h.runComponent(t, kubeControllerManager, heaven, append([]string{
+		"--controllers=*",
+		"--leader-elect=false",
+		"--secure-port=0",
+		// Building the controllers takes about 100 requests: at the
+		// default 20 per second that is seconds of client-side throttling.
+		"--kube-api-qps=200",
+		"--kube-api-burst=400",
+	}, args...))
+}
+
+// RunKubeScheduler runs the real kube-scheduler against a heaven of h, as
+// RunKubeControllerManager runs kube-controller-manager.
+func (h *HeavenServer) RunKubeScheduler(t testing.TB, heaven string, args ...string) {
+	t.Helper()
+	h.runComponent(t, kubeScheduler, heaven, append([]string{
+		"--leader-elect=false",
+		"--secure-port=0",
+		"--kube-api-qps=200",
+		"--kube-api-burst=400",
+	}, args...))
+}
+
+func (h *HeavenServer) runComponent(t testing.TB, b binary, heaven string, args []string) {
+	t.Helper()
+	bin, err := b.path()
+	if err != nil {
+		skipOrFail(t, err)
+	}
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, b.name+".kubeconfig")
+	if err := h.WriteKubeconfig(heaven, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	log := filepath.Join(dir, b.name+".log")
+	p, err := startProcess(b.name, bin, log, append([]string{"--kubeconfig=" + kubeconfig, "--v=1"}, args...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(tail(log, 8<<10))
+		}
+		if err := p.stop(); err != nil {
+			t.Errorf("%s: %v", b.name, fmt.Errorf("stopping: %w", err))
+		}
+	})
+}
