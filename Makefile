@@ -113,7 +113,7 @@ test-integration: $(KUBECTL)
 # embedded etcd, or kind with E2E_PROVIDER=kind) driven by client-go and the
 # real kubectl; see test/e2e/framework.
 test-e2e: kube-binaries $(KUBECTL)
-	KUBE_APISERVER=$(KUBE_APISERVER) KUBE_CONTROLLER_MANAGER=$(KUBE_CONTROLLER_MANAGER) KUBECTL=$(KUBECTL) \
+	KUBE_APISERVER=$(KUBE_APISERVER) KUBE_CONTROLLER_MANAGER=$(KUBE_CONTROLLER_MANAGER) KUBE_SCHEDULER=$(KUBE_SCHEDULER) KUBECTL=$(KUBECTL) \
 		$(GO) test -race -count=1 -timeout 20m ./test/e2e/...
 
 test-crash-long:
