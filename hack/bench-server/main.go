@@ -19,10 +19,14 @@
 //	       RBAC decides (a ClusterRoleBinding to cluster-admin) against as
 //	       the admin (system:masters, allowed before RBAC), alternating;
 //	       tenant/admin ratios of the medians: the cost of authorization.
+//	types  git only. Generic and kubernetes heavens doing the same work
+//	       (kubernetes ones also get a NodePort Service): RSS per active
+//	       heaven and cold-start p50 of each type, kubernetes/generic ratios.
 //
 // The last line is
 //
 //	RESULT write_ratio=… read_ratio=… active_heaven_mib=… heavens=… active=… rss_gib=… cold_start_ms_p50=… rbac_write_ratio=… rbac_read_ratio=…
+//	       generic_heaven_mib=… kubernetes_heaven_mib=… generic_cold_ms_p50=… kubernetes_cold_ms_p50=…
 package main
 
 import (
@@ -73,6 +77,7 @@ type config struct {
 	scaleHeavens int
 	scaleActive  int
 	coldStarts   int
+	typeHeavens  int
 	parallel     int
 	shortIdle    time.Duration
 	phases       string
@@ -96,13 +101,14 @@ func main() {
 	flag.IntVar(&cfg.scaleHeavens, "scale-heavens", 10000, "scale phase: heavens that exist at the end (active ones included)")
 	flag.IntVar(&cfg.scaleActive, "scale-active", 1000, "scale phase: heavens kept running, each with a CRD, 3 configmaps and a widget")
 	flag.IntVar(&cfg.coldStarts, "cold-starts", 20, "scale phase: stopped heavens whose first request is timed")
+	flag.IntVar(&cfg.typeHeavens, "type-heavens", 50, "types phase: active heavens of each type (-cold-starts stopped ones of each type are timed)")
 	flag.IntVar(&cfg.parallel, "parallel", 8, "scale phase: heavens created concurrently")
 	flag.DurationVar(&cfg.shortIdle, "short-idle", 2*time.Second, "scale phase: idle timeout of the server that creates the heavens that end up stopped")
-	flag.StringVar(&cfg.phases, "phases", "load,rbac,scale", "phases to run, comma-separated (a phase not run reports 0 in RESULT)")
+	flag.StringVar(&cfg.phases, "phases", "load,rbac,scale,types", "phases to run, comma-separated (a phase not run reports 0 in RESULT)")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the data directories (their paths are printed)")
 	flag.BoolVar(&cfg.verbose, "verbose", false, "show heaven-server's log")
 	flag.StringVar(&cfg.cpuProfile, "cpuprofile", "", "load phase: write a CPU profile (go tool pprof) of the first write phase with git storage here")
-	flag.StringVar(&cfg.heapProfile, "heap-profile", "", "scale phase: write a heap profile (go tool pprof) here once the active heavens run, and their goroutines to the same path + .goroutines")
+	flag.StringVar(&cfg.heapProfile, "heap-profile", "", "scale and types phases: write a heap profile (go tool pprof) here once the active heavens (of type kubernetes) run, and their goroutines to the same path + .goroutines")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "Usage: bench-server [flags]\n\n"+
 			"Runs heaven-server in this process and measures it through client-go:\n"+
@@ -129,6 +135,7 @@ func main() {
 	var res struct {
 		writeRatio, readRatio, activeMiB, rssGiB, coldP50 float64
 		rbacWriteRatio, rbacReadRatio                     float64
+		types                                             typesResult
 		heavens, active                                   int
 	}
 	if phases["load"] {
@@ -152,8 +159,17 @@ func main() {
 		}
 		res.activeMiB, res.rssGiB, res.coldP50, res.heavens, res.active = s.activeMiB, s.rssGiB, s.coldP50, s.heavens, s.active
 	}
-	fmt.Printf("RESULT write_ratio=%.2f read_ratio=%.2f active_heaven_mib=%.2f heavens=%d active=%d rss_gib=%.2f cold_start_ms_p50=%.2f rbac_write_ratio=%.2f rbac_read_ratio=%.2f\n",
-		res.writeRatio, res.readRatio, res.activeMiB, res.heavens, res.active, res.rssGiB, res.coldP50, res.rbacWriteRatio, res.rbacReadRatio)
+	if phases["types"] {
+		t, err := typesPhase(cfg)
+		if err != nil {
+			fail(err)
+		}
+		res.types = t
+	}
+	fmt.Printf("RESULT write_ratio=%.2f read_ratio=%.2f active_heaven_mib=%.2f heavens=%d active=%d rss_gib=%.2f cold_start_ms_p50=%.2f rbac_write_ratio=%.2f rbac_read_ratio=%.2f"+
+		" generic_heaven_mib=%.2f kubernetes_heaven_mib=%.2f generic_cold_ms_p50=%.2f kubernetes_cold_ms_p50=%.2f\n",
+		res.writeRatio, res.readRatio, res.activeMiB, res.heavens, res.active, res.rssGiB, res.coldP50, res.rbacWriteRatio, res.rbacReadRatio,
+		res.types.genericMiB, res.types.kubernetesMiB, res.types.genericCold, res.types.kubernetesCold)
 }
 
 func fail(err error) {

@@ -17,7 +17,6 @@ package builtin
 
 import (
 	"fmt"
-	"maps"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -148,6 +147,7 @@ func Install(s *genericapiserver.GenericAPIServer, c Config, optsGetter generic.
 		if len(info.VersionedResourcesStorageMap) == 0 {
 			continue
 		}
+		shareTablePrinters(&info)
 		if p.GroupName() == "" {
 			if err := s.InstallLegacyAPIGroup(genericapiserver.DefaultLegacyAPIPrefix, &info); err != nil {
 				destroy(append(groups, &info))
@@ -185,13 +185,13 @@ func addHooks(s *genericapiserver.GenericAPIServer, c Config, providers []storag
 			hooks[name] = hook
 		}
 	}
-	if c.Kubernetes {
-		maps.Copy(hooks, c.kubernetesHooks())
-	}
 	for name, hook := range hooks {
 		if err := s.AddPostStartHook(name, tolerantHook(name, hook)); err != nil {
 			return err
 		}
+	}
+	if c.Kubernetes {
+		return c.addKubernetesHooks(s)
 	}
 	return nil
 }

@@ -139,20 +139,27 @@ func KubernetesResourceConfig() *serverstorage.ResourceConfig {
 	return c
 }
 
-// kubernetesHooks are the controllers kube-apiserver runs for the
-// kubernetes API beyond its storage providers' own hooks: the default
-// ServiceCIDR, which Services' cluster IPs come from.
-func (c Config) kubernetesHooks() map[string]genericapiserver.PostStartHookFunc {
-	return map[string]genericapiserver.PostStartHookFunc{
-		"heaven-default-service-cidr": func(hc genericapiserver.PostStartHookContext) error {
-			kube, err := kubernetes.NewForConfig(c.Loopback)
-			if err != nil {
-				return err
-			}
-			defaultservicecidr.NewController(ServiceCIDR, net.IPNet{}, kube).Start(hc.Context)
-			return nil
-		},
+// addKubernetesHooks starts the controllers kube-apiserver runs for the
+// kubernetes API beyond its storage providers' own hooks: the one of the
+// default ServiceCIDR, which Services' cluster IPs come from. As in
+// kube-apiserver, the heaven is not ready until that ServiceCIDR exists.
+func (c Config) addKubernetesHooks(s *genericapiserver.GenericAPIServer) error {
+	const name = "heaven-default-service-cidr"
+	exists := make(chan struct{})
+	if err := s.RegisterMuxAndDiscoveryCompleteSignal(name, exists); err != nil {
+		return err
 	}
+	return s.AddPostStartHook(name, tolerantHook(name, func(hc genericapiserver.PostStartHookContext) error {
+		defer close(exists)
+		kube, err := kubernetes.NewForConfig(c.Loopback)
+		if err != nil {
+			return err
+		}
+		// Start returns once the ServiceCIDR exists (or the heaven
+		// stops), and keeps it in the background.
+		defaultservicecidr.NewController(ServiceCIDR, net.IPNet{}, kube).Start(hc.Context)
+		return nil
+	}))
 }
 
 // tolerantHook runs an upstream post-start hook without letting its error
