@@ -53,7 +53,7 @@ KUBE_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
 .PHONY: all help build test vet test-unit test-conformance test-conformance-etcd \
 	test-crash test-crash-long test-chaos test-chaos-short test-integration bench-store bench-server run clean
 .PHONY: tools
-.PHONY: kube-binaries test-e2e
+.PHONY: kube-binaries test-e2e generate
 .PHONY: bench-syncer
 .PHONY: bench-merge
 .PHONY: image
@@ -74,6 +74,7 @@ help:
 	@echo "make bench-syncer           the syncer against a real cluster: initial sync of 1,000 objects, latency of single updates"
 	@echo "make bench-merge            our merge of two branches (10,000 objects, 1,000 changes a side) vs git merge (merge-ort)"
 	@echo "make tools                  build kubectl from hack/tools into .cache/bin"
+	@echo "make generate               regenerate the history.heaven.dev API's deep copies and OpenAPI definitions"
 	@echo "make kube-binaries          build kube-apiserver, kube-controller-manager and kube-scheduler $(KUBE_VERSION) from hack/kube into .cache/bin"
 	@echo "make image                  build the syncer's container image $(SYNCER_IMAGE) (needs docker)"
 	@echo "make clean                  remove bin/ and .cache/ (not the data in $(DATA_DIR))"
@@ -156,6 +157,23 @@ tools: $(KUBECTL)
 
 $(KUBECTL): $(TOOLS_MOD) hack/tools/kubectl/main.go
 	cd hack/tools && $(GO) build -ldflags "$(KUBECTL_LDFLAGS)" -o $@ ./kubectl
+
+# Generated code of the history.heaven.dev API (deep copies, OpenAPI
+# definitions and model names), from k8s.io/code-generator and
+# k8s.io/kube-openapi at the versions go.mod pins.
+KUBE_OPENAPI_VERSION = $(shell $(GO) list -m -f '{{.Version}}' k8s.io/kube-openapi)
+CODE_GENERATOR_VERSION = $(shell $(GO) list -m -f '{{.Version}}' k8s.io/apimachinery)
+HISTORY_API := ./pkg/apis/history/v1alpha1
+generate:
+	$(GO) run k8s.io/code-generator/cmd/deepcopy-gen@$(CODE_GENERATOR_VERSION) \
+		--output-file zz_generated.deepcopy.go --go-header-file hack/boilerplate.go.txt $(HISTORY_API)
+	$(GO) run k8s.io/kube-openapi/cmd/openapi-gen@$(KUBE_OPENAPI_VERSION) \
+		--output-dir $(HISTORY_API) --output-pkg github.com/heaven-dev/heaven/pkg/apis/history/v1alpha1 \
+		--output-file zz_generated.openapi.go --output-model-name-file zz_generated.model_name.go \
+		--go-header-file hack/boilerplate.go.txt --report-filename /dev/null \
+		--readonly-pkg k8s.io/apimachinery/pkg/apis/meta/v1 --readonly-pkg k8s.io/apimachinery/pkg/runtime \
+		--readonly-pkg k8s.io/apimachinery/pkg/version \
+		k8s.io/apimachinery/pkg/apis/meta/v1 k8s.io/apimachinery/pkg/runtime k8s.io/apimachinery/pkg/version $(HISTORY_API)
 
 kube-binaries: $(KUBE_APISERVER) $(KUBE_CONTROLLER_MANAGER) $(KUBE_SCHEDULER)
 

@@ -124,3 +124,15 @@ func (r *Repository) Head(name string) (plumbing.Hash, int64, error) {
 	h, err := r.git.Ref(plumbing.NewBranchReferenceName(name))
 	return h, -1, err
 }
+
+// CommitAt returns the commit of the branch's history that holds revision
+// rev (0: the head) and the revision the branch gave it: the newest one at
+// or before rev. Compaction does not limit rev: every commit stays in git.
+func (b *Branch) CommitAt(rev int64) (plumbing.Hash, int64, error) {
+	if current := b.Revision(); rev <= 0 || rev == current {
+		return b.commitAt(current)
+	} else if rev > current {
+		return plumbing.ZeroHash, 0, fmt.Errorf("%w: branch %q is at revision %d, not yet %d", ErrFutureRev, b.name, current, rev)
+	}
+	return b.commitAt(rev)
+}

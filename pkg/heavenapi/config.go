@@ -8,6 +8,7 @@
 package heavenapi
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -33,6 +34,7 @@ import (
 
 	"github.com/heaven-dev/heaven/pkg/authorization"
 	builtin "github.com/heaven-dev/heaven/pkg/builtin"
+	"github.com/heaven-dev/heaven/pkg/gitstore"
 	"github.com/heaven-dev/heaven/pkg/heavenapi/storage"
 	"github.com/heaven-dev/heaven/pkg/memnet"
 )
@@ -68,6 +70,17 @@ type Config struct {
 	ServiceAccounts *ServiceAccounts
 	// Audit, if set, is the audit log the heaven's requests go to.
 	Audit *Audit
+	// History, if set, serves the heaven's git history
+	// (history.heaven.dev, pkg/history).
+	History *History
+}
+
+// History is where a heaven's history API reads and writes.
+type History struct {
+	Repo *gitstore.Repository
+	// MayRead says whether the request's user may read another heaven's
+	// history (a Diff against it).
+	MayRead func(ctx context.Context, heaven string) error
 }
 
 // userFromContext authenticates a request by the user heaven-server's front

@@ -30,6 +30,9 @@ import (
 
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	kubeopenapi "k8s.io/kubernetes/pkg/generated/openapi"
+
+	historyv1alpha1 "github.com/heaven-dev/heaven/pkg/apis/history/v1alpha1"
+	"github.com/heaven-dev/heaven/pkg/history"
 )
 
 // getDefinitions returns the OpenAPI definitions of every type a heaven
@@ -42,10 +45,16 @@ func getDefinitions(ref common.ReferenceCallback) map[string]common.OpenAPIDefin
 	return newDefinitions(ref)
 }
 
-// newDefinitions are kube-apiserver's: every built-in type and the
-// apiextensions API.
+// newDefinitions are kube-apiserver's (every built-in type and the
+// apiextensions API) and the history API's.
 func newDefinitions(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
-	return kubeopenapi.GetOpenAPIDefinitions(ref)
+	defs := kubeopenapi.GetOpenAPIDefinitions(ref)
+	for name, def := range historyv1alpha1.GetOpenAPIDefinitions(ref) {
+		if _, ok := defs[name]; !ok { // apimachinery's types are kube's too
+			defs[name] = def
+		}
+	}
+	return defs
 }
 
 // Every heaven builds OpenAPI v3 models of its built-in types when it
@@ -95,7 +104,7 @@ var definitionNamer = sync.OnceValue(func() *openapinamer.DefinitionNamer {
 // namerSchemes are the schemes whose kinds the definitions stand for
 // (x-kubernetes-group-version-kind), as in kube-apiserver.
 func namerSchemes() []*runtime.Scheme {
-	return []*runtime.Scheme{legacyscheme.Scheme, apiextensionsapiserver.Scheme}
+	return []*runtime.Scheme{legacyscheme.Scheme, apiextensionsapiserver.Scheme, history.Scheme}
 }
 
 // v3Namer is the namer's GetDefinitionName with the definition's own

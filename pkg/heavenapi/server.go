@@ -27,6 +27,7 @@ import (
 	"github.com/heaven-dev/heaven/pkg/controllers/namespace"
 	"github.com/heaven-dev/heaven/pkg/controllers/resourcequota"
 	"github.com/heaven-dev/heaven/pkg/heavenapi/storage"
+	"github.com/heaven-dev/heaven/pkg/history"
 )
 
 // InitialNamespaces exist in every heaven, as in a real cluster.
@@ -287,6 +288,13 @@ func (c Config) build() (*built, error) {
 	if err != nil {
 		s.Destroy()
 		return nil, fmt.Errorf("built-in types: %w", err)
+	}
+	if h := c.History; h != nil {
+		err := history.Install(s, history.Config{Heaven: c.Name, Repo: h.Repo, Authorizer: gc.Authorization.Authorizer, MayRead: h.MayRead})
+		if err != nil {
+			s.Destroy()
+			return nil, fmt.Errorf("history: %w", err)
+		}
 	}
 	// The heaven's own controllers, Kubernetes' (as kube-controller-manager
 	// runs them), share its loopback clients and informers.

@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
@@ -31,6 +32,7 @@ import (
 	"github.com/heaven-dev/heaven/pkg/admission/heavencreator"
 	"github.com/heaven-dev/heaven/pkg/admission/objectlimit"
 	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
+	historyv1alpha1 "github.com/heaven-dev/heaven/pkg/apis/history/v1alpha1"
 	"github.com/heaven-dev/heaven/pkg/authorization"
 	mergectrl "github.com/heaven-dev/heaven/pkg/controllers/automatedmerge"
 	heavenctrl "github.com/heaven-dev/heaven/pkg/controllers/heaven"
@@ -375,7 +377,33 @@ func (s *Server) newHeaven(name string) (*heavenapi.Server, error) {
 		Admission:       plugins,
 		ServiceAccounts: s.serviceAccounts(name),
 		Audit:           s.audit.heavens(),
+		History:         s.history(),
 	})
+}
+
+// history is where heavens' history APIs read and write: the git store
+// (none with etcd storage). A Diff against another heaven reads it if the
+// user may list that heaven's commits.
+func (s *Server) history() *heavenapi.History {
+	if s.repo == nil {
+		return nil
+	}
+	return &heavenapi.History{Repo: s.repo, MayRead: func(ctx context.Context, heaven string) error {
+		u, ok := request.UserFrom(ctx)
+		if !ok {
+			return apierrors.NewUnauthorized("no user")
+		}
+		commits := historyv1alpha1.SchemeGroupVersion.WithResource("commits")
+		d, reason, err := s.authorizeIn(ctx, heaven, authorizer.AttributesRecord{User: u, Verb: "list", APIGroup: commits.Group,
+			APIVersion: commits.Version, Resource: commits.Resource, ResourceRequest: true})
+		if err != nil {
+			return apierrors.NewInternalError(err)
+		}
+		if d != authorizer.DecisionAllow {
+			return apierrors.NewForbidden(commits.GroupResource(), "", fmt.Errorf("user %q may not read the history of heaven %s: %s", u.GetName(), heaven, reason))
+		}
+		return nil
+	}}
 }
 
 // heavenTypeTimeout bounds the look-up of a heaven's type in root.
