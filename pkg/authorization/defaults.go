@@ -42,7 +42,7 @@ func newDefaultPolicy() *defaultPolicy {
 		roles:        map[string]map[string]*rbacv1.Role{},
 		roleBindings: map[string][]*rbacv1.RoleBinding{},
 	}
-	for _, r := range append(bootstrappolicy.ClusterRoles(), bootstrappolicy.ControllerRoles()...) {
+	for _, r := range append(append(bootstrappolicy.ClusterRoles(), bootstrappolicy.ControllerRoles()...), historyRoles()...) {
 		p.clusterRoles[r.Name] = &r
 	}
 	// What kube-controller-manager's aggregation controller writes into
@@ -70,6 +70,33 @@ func newDefaultPolicy() *defaultPolicy {
 		}
 	}
 	return p
+}
+
+// historyRoles give the history.heaven.dev API to Kubernetes' default
+// roles, by aggregation as Kubernetes' own groups get there: view reads
+// history and diffs, edit and admin also revert and restore.
+func historyRoles() []rbacv1.ClusterRole {
+	const group = "history.heaven.dev"
+	aggregate := func(roles ...string) map[string]string {
+		labels := map[string]string{}
+		for _, r := range roles {
+			labels["rbac.authorization.k8s.io/aggregate-to-"+r] = "true"
+		}
+		return labels
+	}
+	return []rbacv1.ClusterRole{
+		{
+			ObjectMeta: metav1.ObjectMeta{Name: "heaven:history:view", Labels: aggregate("view", "edit", "admin")},
+			Rules: []rbacv1.PolicyRule{
+				rbacv1helpers.NewRule("get", "list").Groups(group).Resources("commits").RuleOrDie(),
+				rbacv1helpers.NewRule("create").Groups(group).Resources("diffs").RuleOrDie(),
+			},
+		},
+		{
+			ObjectMeta: metav1.ObjectMeta{Name: "heaven:history:edit", Labels: aggregate("edit", "admin")},
+			Rules:      []rbacv1.PolicyRule{rbacv1helpers.NewRule("create").Groups(group).Resources("reverts", "restores").RuleOrDie()},
+		},
+	}
 }
 
 // clusterRoleList is the default cluster roles that stored does not

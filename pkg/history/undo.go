@@ -80,7 +80,7 @@ func (r *reverts) Create(ctx context.Context, obj runtime.Object, validate rest.
 		return nil, err
 	}
 	out := rv.DeepCopy()
-	out.Status, err = r.c.undo(ctx, b, keys, after, before)
+	out.Status, err = r.c.undo(ctx, b, commit.String(), keys, after, before)
 	return out, err
 }
 
@@ -158,15 +158,15 @@ func (r *restores) Create(ctx context.Context, obj runtime.Object, validate rest
 		now[key] = cur.Value
 	}
 	out := rs.DeepCopy()
-	out.Status, err = r.c.undo(ctx, b, []string{key}, now, then)
+	out.Status, err = r.c.undo(ctx, b, rs.Spec.Path, []string{key}, now, then)
 	return out, err
 }
 
 // undo sets keys from their expected values (absent: no object) to their
 // wanted ones in one transaction of the request's user, after checking
-// that the user may make each change. It fails with a Conflict if a key
-// is no longer as expected.
-func (c Config) undo(ctx context.Context, b *gitstore.Branch, keys []string, expected, wanted map[string][]byte) (v1alpha1.UndoStatus, error) {
+// that the user may make each change. It fails with a Conflict (about
+// what, a commit or a path) if a key is no longer as expected.
+func (c Config) undo(ctx context.Context, b *gitstore.Branch, what string, keys []string, expected, wanted map[string][]byte) (v1alpha1.UndoStatus, error) {
 	u, ok := request.UserFrom(ctx)
 	if !ok {
 		return v1alpha1.UndoStatus{}, apierrors.NewUnauthorized("no user")
@@ -211,7 +211,7 @@ func (c Config) undo(ctx context.Context, b *gitstore.Branch, keys []string, exp
 		return status, apierrors.NewInternalError(err)
 	}
 	if !res.Succeeded {
-		return status, apierrors.NewConflict(v1alpha1.SchemeGroupVersion.WithResource("commits").GroupResource(), "",
+		return status, apierrors.NewConflict(v1alpha1.SchemeGroupVersion.WithResource("commits").GroupResource(), what,
 			fmt.Errorf("an object to undo has changed since (one of %s): restore objects one by one to a revision instead", strings.Join(changedPaths(status.Changes), ", ")))
 	}
 	status.Revision = res.Revision

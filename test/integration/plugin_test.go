@@ -64,8 +64,8 @@ func TestKubectlHeavenPlugin(t *testing.T) {
 	must("create", "configmap", "x", "--from-literal=a=b", "--server", ts.url+"/clusters/team-a")
 	require.Contains(t, must("heaven", "create", "try", "--fork", "team-a"), "heaven try created")
 	list := must("heaven", "list")
-	require.Regexp(t, `\*\s+root\s+Ready`, list)
-	require.Regexp(t, `\n\s+try\s+Ready\s+\d+\s+[0-9a-f]{12}\s+team-a@\d+`, list)
+	require.Regexp(t, `\*\s+root\s+generic\s+Ready`, list)
+	require.Regexp(t, `\n\s+try\s+generic\s+Ready\s+\d+\s+[0-9a-f]{12}\s+team-a@\d+`, list)
 
 	require.Contains(t, must("heaven", "use", "try"), `Current heaven is "try" (was "root")`)
 	require.Equal(t, "try\n", must("heaven", "current"))

@@ -40,13 +40,19 @@ and with your own credentials.
   kubectl heaven use team-a                point the current context at heaven team-a
   kubectl heaven use -                     back to the heaven before
   kubectl heaven create try --fork team-a  a new heaven, forked from team-a's branch
-  kubectl heaven delete try                delete the Heaven object (and stop serving it)`,
+  kubectl heaven delete try                delete the Heaven object (and stop serving it)
+  kubectl heaven log [core/configmaps/]    the heaven's commits (optionally only under a path)
+  kubectl heaven diff @12                  the objects changed since revision 12
+  kubectl heaven revert 13                 undo the commit of revision 13 (or a commit hash)
+  kubectl heaven restore core/configmaps/default/web --to 12
+                                           put one object back as it was at revision 12`,
 		SilenceUsage: true,
 	}
 	// kubectl's own connection flags, as kubectl passes them to a plugin.
 	cmd.PersistentFlags().StringVar(&o.rules.ExplicitPath, "kubeconfig", "", "Path to the kubeconfig file to use.")
 	clientcmd.BindOverrideFlags(&o.overrides, cmd.PersistentFlags(), clientcmd.RecommendedConfigOverrideFlags(""))
-	cmd.AddCommand(o.listCommand(), o.currentCommand(), o.useCommand(), o.createCommand(), o.deleteCommand())
+	cmd.AddCommand(o.listCommand(), o.currentCommand(), o.useCommand(), o.createCommand(), o.deleteCommand(),
+		o.logCommand(), o.diffCommand(), o.revertCommand(), o.restoreCommand())
 	return cmd
 }
 

@@ -1,0 +1,256 @@
+package heaven
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/yaml"
+
+	historyv1alpha1 "github.com/heaven-dev/heaven/pkg/apis/history/v1alpha1"
+)
+
+// The history commands read and undo through each heaven's
+// history.heaven.dev API: what a user may do is what that heaven's RBAC
+// grants (view: log and diff; edit and admin: revert and restore).
+
+func (o *options) history(heaven, resource string) (dynamic.ResourceInterface, error) {
+	if heaven == "" {
+		loc, err := o.location()
+		if err != nil {
+			return nil, err
+		}
+		heaven = loc.heaven
+	}
+	cfg, err := o.heavenConfig(heaven)
+	if err != nil {
+		return nil, err
+	}
+	client, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return client.Resource(historyv1alpha1.SchemeGroupVersion.WithResource(resource)), nil
+}
+
+func (o *options) logCommand() *cobra.Command {
+	var limit int64
+	var heaven string
+	cmd := &cobra.Command{
+		Use:   "log [PATH_PREFIX]",
+		Short: "Show a heaven's commits, newest first: revision, author, age, message (optionally only those that changed objects under a path such as core/configmaps/default/web)",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			commits, err := o.history(heaven, "commits")
+			if err != nil {
+				return err
+			}
+			opts := metav1.ListOptions{Limit: limit}
+			if len(args) == 1 {
+				opts.FieldSelector = historyv1alpha1.PathField + "=" + args[0]
+			}
+			list, err := commits.List(commandContext(cmd), opts)
+			if err != nil {
+				return err
+			}
+			w := tabwriter.NewWriter(o.streams.Out, 0, 8, 2, ' ', 0)
+			fmt.Fprintln(w, "COMMIT\tREVISION\tAUTHOR\tAGE\tMESSAGE")
+			for _, u := range list.Items {
+				var c historyv1alpha1.Commit
+				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &c); err != nil {
+					return err
+				}
+				subject, _, _ := strings.Cut(c.Message, "\n")
+				fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\n", short(c.Name), c.Revision, c.Author.Name, duration.HumanDuration(time.Since(c.Author.Time.Time)), subject)
+			}
+			return w.Flush()
+		},
+	}
+	cmd.Flags().StringVar(&heaven, "heaven", "", "The heaven (default: the current context's).")
+	cmd.Flags().Int64Var(&limit, "limit", 50, "At most this many commits (0: all).")
+	return cmd
+}
+
+func (o *options) diffCommand() *cobra.Command {
+	var prefix string
+	cmd := &cobra.Command{
+		Use:   "diff [HEAVEN]@REV [[HEAVEN][@REV]]",
+		Short: "Show the objects that differ between two revisions of a heaven (or the current state, or another heaven's), as YAML",
+		Long: `Show the objects that differ between two points of history, each HEAVEN@REVISION
+(no heaven: the current context's; no revision: now). Compare with another
+heaven at its current state (you need to be able to read its history):
+
+  kubectl heaven diff @12                 what changed since revision 12
+  kubectl heaven diff @12 @15             between revisions 12 and 15
+  kubectl heaven diff team-a@12 team-b    team-a at 12 against team-b now`,
+		Args: cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			from, err := parsePoint(args[0])
+			if err != nil {
+				return err
+			}
+			var to historyv1alpha1.Point
+			if len(args) == 2 {
+				if to, err = parsePoint(args[1]); err != nil {
+					return err
+				}
+			}
+			// The diff is asked of the heaven whose revisions it names.
+			at := from.Heaven
+			if from.Revision == 0 && to.Revision != 0 {
+				at = to.Heaven
+			}
+			diffs, err := o.history(at, "diffs")
+			if err != nil {
+				return err
+			}
+			d := &historyv1alpha1.Diff{
+				TypeMeta: metav1.TypeMeta{APIVersion: historyv1alpha1.SchemeGroupVersion.String(), Kind: "Diff"},
+				Spec:     historyv1alpha1.DiffSpec{From: sameHeaven(from, at), To: sameHeaven(to, at), PathPrefix: prefix},
+			}
+			var out historyv1alpha1.Diff
+			if err := create(commandContext(cmd), diffs, d, &out); err != nil {
+				return err
+			}
+			fmt.Fprintf(o.streams.Out, "# %s..%s: %d objects differ\n", short(out.Status.FromCommit), short(out.Status.ToCommit), len(out.Status.Objects))
+			for _, obj := range out.Status.Objects {
+				fmt.Fprintf(o.streams.Out, "--- %s %s\n", strings.ToLower(string(obj.Change)), obj.Path)
+				for _, side := range []struct {
+					mark string
+					raw  *runtime.RawExtension
+				}{{"-", obj.From}, {"+", obj.To}} {
+					if side.raw == nil {
+						continue
+					}
+					y, err := yaml.JSONToYAML(side.raw.Raw)
+					if err != nil {
+						return err
+					}
+					for _, line := range strings.Split(strings.TrimRight(string(y), "\n"), "\n") {
+						fmt.Fprintf(o.streams.Out, "%s %s\n", side.mark, line)
+					}
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&prefix, "path", "", "Only objects under this path (core/configmaps/, apps/deployments/default/web).")
+	return cmd
+}
+
+func (o *options) revertCommand() *cobra.Command {
+	var heaven string
+	cmd := &cobra.Command{
+		Use:   "revert COMMIT|REVISION",
+		Short: "Undo a commit of a heaven with a new commit that puts the objects it changed back as they were (refused if they changed since)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			reverts, err := o.history(heaven, "reverts")
+			if err != nil {
+				return err
+			}
+			r := &historyv1alpha1.Revert{TypeMeta: metav1.TypeMeta{APIVersion: historyv1alpha1.SchemeGroupVersion.String(), Kind: "Revert"}}
+			if rev, err := strconv.ParseInt(args[0], 10, 64); err == nil && len(args[0]) < 40 {
+				r.Spec.Revision = rev
+			} else {
+				r.Spec.Commit = args[0]
+			}
+			var out historyv1alpha1.Revert
+			if err := create(commandContext(cmd), reverts, r, &out); err != nil {
+				return err
+			}
+			return o.printUndo(out.Status)
+		},
+	}
+	cmd.Flags().StringVar(&heaven, "heaven", "", "The heaven (default: the current context's).")
+	return cmd
+}
+
+func (o *options) restoreCommand() *cobra.Command {
+	var heaven string
+	var rev int64
+	cmd := &cobra.Command{
+		Use:   "restore PATH --to REVISION",
+		Short: "Put one object back as it was at a revision (deleting it if it did not exist then), with a new commit; PATH is <group or core>/<resource>[/<namespace>]/<name>",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			restores, err := o.history(heaven, "restores")
+			if err != nil {
+				return err
+			}
+			r := &historyv1alpha1.Restore{
+				TypeMeta: metav1.TypeMeta{APIVersion: historyv1alpha1.SchemeGroupVersion.String(), Kind: "Restore"},
+				Spec:     historyv1alpha1.RestoreSpec{Path: args[0], Revision: rev},
+			}
+			var out historyv1alpha1.Restore
+			if err := create(commandContext(cmd), restores, r, &out); err != nil {
+				return err
+			}
+			return o.printUndo(out.Status)
+		},
+	}
+	cmd.Flags().StringVar(&heaven, "heaven", "", "The heaven (default: the current context's).")
+	cmd.Flags().Int64Var(&rev, "to", 0, "The revision to restore the object to.")
+	_ = cmd.MarkFlagRequired("to")
+	return cmd
+}
+
+func (o *options) printUndo(s historyv1alpha1.UndoStatus) error {
+	if s.Commit == "" {
+		fmt.Fprintln(o.streams.Out, "nothing to change")
+		return nil
+	}
+	fmt.Fprintf(o.streams.Out, "commit %s at revision %d\n", short(s.Commit), s.Revision)
+	for _, c := range s.Changes {
+		what := "restored"
+		if c.Deleted {
+			what = "deleted"
+		}
+		fmt.Fprintf(o.streams.Out, "  %s %s\n", what, c.Path)
+	}
+	return nil
+}
+
+// create sends obj to r and decodes the answer into out.
+func create(ctx context.Context, r dynamic.ResourceInterface, obj runtime.Object, out any) error {
+	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return err
+	}
+	u, err := r.Create(ctx, &unstructured.Unstructured{Object: raw}, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	return runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out)
+}
+
+// parsePoint parses [HEAVEN][@REVISION].
+func parsePoint(s string) (historyv1alpha1.Point, error) {
+	name, rev, found := strings.Cut(s, "@")
+	p := historyv1alpha1.Point{Heaven: name}
+	if found {
+		n, err := strconv.ParseInt(rev, 10, 64)
+		if err != nil || n <= 0 {
+			return p, fmt.Errorf("%q: the revision after @ must be a positive number", s)
+		}
+		p.Revision = n
+	}
+	return p, nil
+}
+
+// sameHeaven leaves out the heaven of p when it is the one asked.
+func sameHeaven(p historyv1alpha1.Point, asked string) historyv1alpha1.Point {
+	if p.Heaven == asked {
+		p.Heaven = ""
+	}
+	return p
+}

@@ -1,0 +1,103 @@
+package integration
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heaven-dev/heaven/test/e2e/framework"
+)
+
+// TestGitForYourCluster walks the README's "Git for your cluster" with the
+// real kubectl and the plugin: alice (edit) writes, bob (view) reads the
+// log and diffs but may not revert, alice reverts and restores, each undo
+// a commit of hers; carol, who may revert but not touch secrets, can't
+// revert a commit that changed one; and a diff against a heaven bob can't
+// read is refused.
+func TestGitForYourCluster(t *testing.T) {
+	pluginDir, err := buildPlugin()
+	require.NoError(t, err)
+	ts := framework.StartHeavenServer(t, nil)
+	const h = "team"
+	ts.Kubectl(t, h, "", "create", "namespace", "shop")
+	eventually(t, time.Minute, "roles in team", func() (bool, error) {
+		_, err := ts.KubectlErr(t, h, "", "create", "clusterrolebinding", "bob-views", "--clusterrole=view", "--user=bob")
+		return err == nil, nil
+	})
+	ts.Kubectl(t, h, "", "create", "clusterrolebinding", "alice-edits", "--clusterrole=edit", "--user=alice")
+	ts.Kubectl(t, h, "", "create", "clusterrole", "undoer", "--verb=create", "--resource=reverts.history.heaven.dev,restores.history.heaven.dev")
+	ts.Kubectl(t, h, "", "create", "clusterrole", "cm-writer", "--verb=*", "--resource=configmaps")
+	ts.Kubectl(t, h, "", "create", "clusterrolebinding", "carol-undoes", "--clusterrole=undoer", "--user=carol")
+	ts.Kubectl(t, h, "", "create", "clusterrolebinding", "carol-writes-cms", "--clusterrole=cm-writer", "--user=carol")
+	ts.Kubectl(t, "other", "", "create", "configmap", "private")
+
+	as := func(user string) func(args ...string) (string, error) {
+		kubeconfig := userKubeconfig(t, ts, certificate(t, ts, user))
+		return func(args ...string) (string, error) {
+			cmd := exec.CommandContext(t.Context(), kubectlPath(t), args...)
+			cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "PATH="+pluginDir+string(os.PathListSeparator)+os.Getenv("PATH"), "HOME="+t.TempDir())
+			out, err := cmd.CombinedOutput()
+			return string(out), err
+		}
+	}
+	alice, bob, carol := as("alice"), as("bob"), as("carol")
+	must := func(kubectl func(...string) (string, error), args ...string) string {
+		t.Helper()
+		out, err := kubectl(args...)
+		require.NoError(t, err, "kubectl %s: %s", strings.Join(args, " "), out)
+		return out
+	}
+	in := "--server=" + ts.HeavenURL(h)
+
+	// alice writes, rewrites and deletes a config map: three commits, hers.
+	must(alice, in, "-n", "shop", "create", "configmap", "web", "--from-literal=color=blue")
+	must(alice, in, "-n", "shop", "patch", "configmap", "web", "-p", `{"data":{"color":"red"}}`)
+	must(alice, in, "-n", "shop", "delete", "configmap", "web")
+	revs := strings.Fields(ts.Kubectl(t, h, "", "get", "commits", "--field-selector", "path=core/configmaps/shop/web", "-o", "jsonpath={.items[*].revision}"))
+	require.Len(t, revs, 3, "the config map's commits, newest first")
+	created, deleted := revs[2], revs[0]
+	authors := ts.Kubectl(t, h, "", "get", "commits", "--field-selector", "path=core/configmaps/shop/web", "-o", "jsonpath={.items[*].author.name}")
+	assert.Equal(t, "alice alice alice", authors, "commits are the requesting user's")
+	assert.Equal(t, "alice", strings.TrimSpace(ts.Git(t, "log", "-1", "--format=%an", h)))
+
+	// bob (view) reads the log and diffs.
+	log := must(bob, "heaven", "log", "--heaven", h, "core/configmaps/shop/web")
+	assert.Equal(t, 4, strings.Count(log, "\n"), "a header and three commits:\n%s", log)
+	assert.Contains(t, log, "delete core/configmaps/shop/web")
+	diff := must(bob, "heaven", "diff", h+"@"+created, h)
+	assert.Contains(t, diff, "--- removed core/configmaps/shop/web")
+	assert.Contains(t, diff, "-   color: blue")
+	out, err := bob("heaven", "revert", deleted, "--heaven", h)
+	require.Error(t, err, out)
+	assert.Contains(t, out, `reverts.history.heaven.dev is forbidden`)
+	out, err = bob("heaven", "diff", h+"@"+created, "other")
+	require.Error(t, err, out)
+	assert.Contains(t, out, `may not read the history of heaven other`)
+
+	// alice reverts the delete: the config map is back, as it was.
+	out = must(alice, "heaven", "revert", deleted, "--heaven", h)
+	assert.Contains(t, out, "restored core/configmaps/shop/web")
+	assert.Equal(t, "red", must(alice, in, "-n", "shop", "get", "configmap", "web", "-o", "jsonpath={.data.color}"))
+	assert.Equal(t, "alice", strings.TrimSpace(ts.Git(t, "log", "-1", "--format=%an", h)))
+	out, err = alice("heaven", "revert", deleted, "--heaven", h)
+	require.Error(t, err, "a second revert: %s", out)
+	assert.Contains(t, out, "has changed since")
+	// …and restores its first version.
+	must(alice, "heaven", "restore", "core/configmaps/shop/web", "--to", created, "--heaven", h)
+	assert.Equal(t, "blue", must(alice, in, "-n", "shop", "get", "configmap", "web", "-o", "jsonpath={.data.color}"))
+	diff = must(bob, "heaven", "diff", h+"@"+created, h)
+	assert.Contains(t, diff, ": 0 objects differ", "restored as it was:\n%s", diff)
+
+	// carol may revert, and write config maps, but not secrets.
+	ts.Kubectl(t, h, "", "-n", "shop", "create", "secret", "generic", "token", "--from-literal=k=v")
+	secretCommit := strings.TrimSpace(ts.Kubectl(t, h, "", "get", "commits", "--field-selector", "path=core/secrets/shop/token", "-o", "jsonpath={.items[0].metadata.name}"))
+	out, err = carol("heaven", "revert", secretCommit, "--heaven", h)
+	require.Error(t, err, out)
+	assert.Contains(t, out, `may not delete core/secrets/shop/token`)
+	ts.Kubectl(t, h, "", "-n", "shop", "get", "secret", "token")
+}
