@@ -74,7 +74,7 @@ func newDefaultPolicy() *defaultPolicy {
 
 // historyRoles give the history.heaven.dev API to Kubernetes' default
 // roles, by aggregation as Kubernetes' own groups get there: view reads
-// history and diffs, edit and admin also revert and restore.
+// history and diffs, edit and admin also revert, restore and merge.
 func historyRoles() []rbacv1.ClusterRole {
 	const group = "history.heaven.dev"
 	aggregate := func(roles ...string) map[string]string {
@@ -94,7 +94,7 @@ func historyRoles() []rbacv1.ClusterRole {
 		},
 		{
 			ObjectMeta: metav1.ObjectMeta{Name: "heaven:history:edit", Labels: aggregate("edit", "admin")},
-			Rules:      []rbacv1.PolicyRule{rbacv1helpers.NewRule("create").Groups(group).Resources("reverts", "restores").RuleOrDie()},
+			Rules:      []rbacv1.PolicyRule{rbacv1helpers.NewRule("create").Groups(group).Resources("reverts", "restores", "merges").RuleOrDie()},
 		},
 	}
 }

@@ -50,7 +50,7 @@ func newScheme() *runtime.Scheme {
 		panic(err)
 	}
 	internal := schema.GroupVersion{Group: v1alpha1.GroupName, Version: runtime.APIVersionInternal}
-	s.AddKnownTypes(internal, &v1alpha1.Commit{}, &v1alpha1.CommitList{}, &v1alpha1.Diff{}, &v1alpha1.Revert{}, &v1alpha1.Restore{})
+	s.AddKnownTypes(internal, &v1alpha1.Commit{}, &v1alpha1.CommitList{}, &v1alpha1.Diff{}, &v1alpha1.Revert{}, &v1alpha1.Restore{}, &v1alpha1.Merge{})
 	for _, gv := range []schema.GroupVersion{v1alpha1.SchemeGroupVersion, internal} {
 		// Commits are selected by the objects they changed.
 		err := s.AddFieldLabelConversionFunc(gv.WithKind("Commit"), func(label, value string) (string, string, error) {
@@ -81,6 +81,7 @@ func Install(s *genericapiserver.GenericAPIServer, c Config) error {
 		"diffs":    &diffs{c},
 		"reverts":  &reverts{c},
 		"restores": &restores{c},
+		"merges":   &merges{c},
 	}
 	return s.InstallAPIGroup(&info)
 }

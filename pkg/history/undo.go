@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
@@ -196,10 +197,8 @@ func (c Config) undo(ctx context.Context, b *gitstore.Branch, what string, keys 
 		} else {
 			txn.If = append(txn.If, gitstore.Compare{Key: k, Target: gitstore.CompareVersion, Result: gitstore.Equal, Number: 0})
 		}
-		attrs := writeAttributes(u, verb, k)
-		if d, reason, err := c.Authorizer.Authorize(ctx, attrs); err != nil || d != authorizer.DecisionAllow {
-			return status, apierrors.NewForbidden(schema.GroupResource{Group: attrs.APIGroup, Resource: attrs.Resource}, attrs.Name,
-				fmt.Errorf("user %q may not %s %s: %s", u.GetName(), verb, gitstore.KeyPath(k), reason))
+		if err := c.authorizeWrite(ctx, u, verb, k); err != nil {
+			return status, err
 		}
 		status.Changes = append(status.Changes, v1alpha1.Change{Path: gitstore.KeyPath(k), Deleted: !keep})
 	}
@@ -219,6 +218,20 @@ func (c Config) undo(ctx context.Context, b *gitstore.Branch, what string, keys 
 		status.Commit = h.String()
 	}
 	return status, nil
+}
+
+// authorizeWrite checks that u may do verb to the object of key, as if
+// the request were the object's own.
+func (c Config) authorizeWrite(ctx context.Context, u user.Info, verb, key string) error {
+	attrs := writeAttributes(u, verb, key)
+	if d, reason, err := c.Authorizer.Authorize(ctx, attrs); err != nil || d != authorizer.DecisionAllow {
+		if reason != "" {
+			reason = ": " + reason
+		}
+		return apierrors.NewForbidden(schema.GroupResource{Group: attrs.APIGroup, Resource: attrs.Resource}, attrs.Name,
+			fmt.Errorf("user %q may not %s %s%s", u.GetName(), verb, gitstore.KeyPath(key), reason))
+	}
+	return nil
 }
 
 func changedPaths(changes []v1alpha1.Change) []string {

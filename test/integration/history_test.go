@@ -101,3 +101,73 @@ func TestGitForYourCluster(t *testing.T) {
 	assert.Contains(t, out, `may not delete core/secrets/shop/token`)
 	ts.Kubectl(t, h, "", "-n", "shop", "get", "secret", "token")
 }
+
+// TestOneOffMerge merges a fork back with `kubectl heaven merge`: a dry run
+// writes nothing, the merge is one merge commit of the requesting user, a
+// conflict blocks it until a resolution is chosen, and a user who may not
+// write what the merge changes is refused.
+func TestOneOffMerge(t *testing.T) {
+	pluginDir, err := buildPlugin()
+	require.NoError(t, err)
+	ts := framework.StartHeavenServer(t, nil)
+	ts.Kubectl(t, "main", "", "create", "configmap", "web", "--from-literal=color=blue")
+	ts.Kubectl(t, "root", `{"apiVersion":"heaven.dev/v1alpha1","kind":"Heaven","metadata":{"name":"try"},"spec":{"fork":{"heaven":"main"}}}`, "create", "-f", "-")
+	waitHeavenReady(t, ts, "try")
+	ts.Kubectl(t, "try", "", "patch", "configmap", "web", "-p", `{"data":{"color":"green"}}`)
+	eventually(t, time.Minute, "roles in main", func() (bool, error) {
+		_, err := ts.KubectlErr(t, "main", "", "create", "clusterrolebinding", "alice-edits", "--clusterrole=edit", "--user=alice")
+		return err == nil, nil
+	})
+	ts.Kubectl(t, "try", "", "create", "clusterrolebinding", "alice-views", "--clusterrole=view", "--user=alice")
+
+	kubeconfig := userKubeconfig(t, ts, certificate(t, ts, "alice"))
+	alice := func(args ...string) (string, error) {
+		cmd := exec.CommandContext(t.Context(), kubectlPath(t), args...)
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "PATH="+pluginDir+string(os.PathListSeparator)+os.Getenv("PATH"), "HOME="+t.TempDir())
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	head := func() string { return strings.TrimSpace(ts.Git(t, "rev-parse", "main")) }
+
+	before := head()
+	out, err := alice("heaven", "merge", "try", "--into", "main", "--resources", "core/configmaps", "--dry-run")
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "would change 1 objects")
+	assert.Contains(t, out, "changed core/configmaps/default/web")
+	assert.Equal(t, before, head(), "a dry run writes nothing")
+
+	out, err = alice("heaven", "merge", "try", "--into", "main", "--resources", "core/configmaps")
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "1 objects changed")
+	assert.Equal(t, "green", ts.Kubectl(t, "main", "", "get", "configmap", "web", "-o", "jsonpath={.data.color}"))
+	assert.Equal(t, "alice", strings.TrimSpace(ts.Git(t, "log", "-1", "--format=%an", "main")))
+	assert.Len(t, strings.Fields(ts.Git(t, "log", "-1", "--format=%P", "main")), 2, "a merge commit")
+	out, err = alice("heaven", "merge", "try", "--into", "main", "--resources", "core/configmaps")
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "already up to date")
+
+	// Both sides change the color: Manual blocks, PreferSource takes try's.
+	ts.Kubectl(t, "try", "", "patch", "configmap", "web", "-p", `{"data":{"color":"yellow"}}`)
+	ts.Kubectl(t, "main", "", "patch", "configmap", "web", "-p", `{"data":{"color":"black"}}`)
+	out, err = alice("heaven", "merge", "try", "--into", "main", "--resources", "core/configmaps")
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "not merged: 1 conflicts")
+	assert.Contains(t, out, `conflict core/configmaps/default/web .data.color: Manual`)
+	assert.Equal(t, "black", ts.Kubectl(t, "main", "", "get", "configmap", "web", "-o", "jsonpath={.data.color}"))
+	out, err = alice("heaven", "merge", "try", "--into", "main", "--resources", "core/configmaps", "--resolution", "PreferSource")
+	require.NoError(t, err, out)
+	assert.Equal(t, "yellow", ts.Kubectl(t, "main", "", "get", "configmap", "web", "-o", "jsonpath={.data.color}"))
+
+	// Merging needs the right to write what changes (alice's merges leave
+	// out try's RBAC bindings, which she may not write): carol may create
+	// merges but not touch config maps.
+	ts.Kubectl(t, "try", "", "patch", "configmap", "web", "-p", `{"data":{"color":"white"}}`)
+	ts.Kubectl(t, "main", "", "create", "clusterrole", "merger", "--verb=create", "--resource=merges.history.heaven.dev")
+	ts.Kubectl(t, "main", "", "create", "clusterrolebinding", "carol-merges", "--clusterrole=merger", "--user=carol")
+	ts.Kubectl(t, "try", "", "create", "clusterrolebinding", "carol-views", "--clusterrole=view", "--user=carol")
+	carolIn := withStdin(t, ts, "carol", `{"apiVersion":"history.heaven.dev/v1alpha1","kind":"Merge","spec":{"source":"try","resources":["core/configmaps"]}}`)
+	out, err = carolIn("main", "create", "--validate=false", "-f", "-")
+	require.Error(t, err, out)
+	assert.Contains(t, out, `may not update core/configmaps/default/web`)
+	assert.Equal(t, "yellow", ts.Kubectl(t, "main", "", "get", "configmap", "web", "-o", "jsonpath={.data.color}"))
+}

@@ -254,3 +254,69 @@ func sameHeaven(p historyv1alpha1.Point, asked string) historyv1alpha1.Point {
 	}
 	return p
 }
+
+func (o *options) mergeCommand() *cobra.Command {
+	var into, resolution string
+	var resources []string
+	var dryRun bool
+	cmd := &cobra.Command{
+		Use:   "merge SOURCE [--into TARGET] [--resolution Manual|PreferSource|PreferTarget] [--dry-run]",
+		Short: "Merge a heaven's current state into another (default: the current context's) once, field by field, as an AutomatedMerge does; --dry-run lists what would change and the conflicts",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			merges, err := o.history(into, "merges")
+			if err != nil {
+				return err
+			}
+			m := &historyv1alpha1.Merge{
+				TypeMeta: metav1.TypeMeta{APIVersion: historyv1alpha1.SchemeGroupVersion.String(), Kind: "Merge"},
+				Spec:     historyv1alpha1.MergeSpec{Source: args[0], Resources: resources, Resolution: resolution},
+			}
+			raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(m)
+			if err != nil {
+				return err
+			}
+			opts := metav1.CreateOptions{}
+			if dryRun {
+				opts.DryRun = []string{metav1.DryRunAll}
+			}
+			u, err := merges.Create(commandContext(cmd), &unstructured.Unstructured{Object: raw}, opts)
+			if err != nil {
+				return err
+			}
+			var out historyv1alpha1.Merge
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &out); err != nil {
+				return err
+			}
+			s := out.Status
+			switch {
+			case s.UpToDate:
+				fmt.Fprintf(o.streams.Out, "already up to date with %s\n", args[0])
+			case s.Blocked:
+				fmt.Fprintf(o.streams.Out, "not merged: %d conflicts (resolve them, or choose --resolution)\n", len(s.Conflicts))
+			case dryRun:
+				fmt.Fprintf(o.streams.Out, "would change %d objects\n", len(s.Changes))
+			case s.Commit == "":
+				fmt.Fprintln(o.streams.Out, "nothing to change")
+			default:
+				fmt.Fprintf(o.streams.Out, "merge commit %s at revision %d: %d objects changed\n", short(s.Commit), s.Revision, len(s.Changes))
+			}
+			for _, c := range s.Changes {
+				what := "changed"
+				if c.Deleted {
+					what = "deleted"
+				}
+				fmt.Fprintf(o.streams.Out, "  %s %s\n", what, c.Path)
+			}
+			for _, c := range s.Conflicts {
+				fmt.Fprintf(o.streams.Out, "  conflict %s %s: %s\n", c.Path, c.Field, c.Resolution)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&into, "into", "", "The heaven merged into (default: the current context's).")
+	cmd.Flags().StringVar(&resolution, "resolution", "", "How every conflict resolves: Manual (default: nothing is merged if there is one), PreferSource or PreferTarget.")
+	cmd.Flags().StringSliceVar(&resources, "resources", nil, "Only these <group or core>/<resource> merge (default: all).")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "Only say what would change and the conflicts.")
+	return cmd
+}

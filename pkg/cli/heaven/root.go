@@ -45,14 +45,15 @@ and with your own credentials.
   kubectl heaven diff @12                  the objects changed since revision 12
   kubectl heaven revert 13                 undo the commit of revision 13 (or a commit hash)
   kubectl heaven restore core/configmaps/default/web --to 12
-                                           put one object back as it was at revision 12`,
+                                           put one object back as it was at revision 12
+  kubectl heaven merge try --dry-run       what merging heaven try in once would change`,
 		SilenceUsage: true,
 	}
 	// kubectl's own connection flags, as kubectl passes them to a plugin.
 	cmd.PersistentFlags().StringVar(&o.rules.ExplicitPath, "kubeconfig", "", "Path to the kubeconfig file to use.")
 	clientcmd.BindOverrideFlags(&o.overrides, cmd.PersistentFlags(), clientcmd.RecommendedConfigOverrideFlags(""))
 	cmd.AddCommand(o.listCommand(), o.currentCommand(), o.useCommand(), o.createCommand(), o.deleteCommand(),
-		o.logCommand(), o.diffCommand(), o.revertCommand(), o.restoreCommand())
+		o.logCommand(), o.diffCommand(), o.revertCommand(), o.restoreCommand(), o.mergeCommand())
 	return cmd
 }
 

@@ -18,7 +18,7 @@ var schemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 var AddToScheme = schemeBuilder.AddToScheme
 
 func addKnownTypes(s *runtime.Scheme) error {
-	s.AddKnownTypes(SchemeGroupVersion, &Commit{}, &CommitList{}, &Diff{}, &Revert{}, &Restore{})
+	s.AddKnownTypes(SchemeGroupVersion, &Commit{}, &CommitList{}, &Diff{}, &Revert{}, &Restore{}, &Merge{})
 	metav1.AddToGroupVersion(s, SchemeGroupVersion)
 	return nil
 }
@@ -178,4 +178,57 @@ type RestoreSpec struct {
 	// Path is the object's path: <group or core>/<resource>[/<namespace>]/<name>.
 	Path     string `json:"path"`
 	Revision int64  `json:"revision"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// Merge merges another heaven's current state into this heaven once, as an
+// AutomatedMerge does on every change: a three-way merge of objects from
+// the two branches' merge base, field by field, written as one merge
+// commit of the requesting user, who must be able to read the source's
+// history and write every object the merge changes. Created with dry run
+// (kubectl create --dry-run=server), it only says what it would change
+// and which conflicts it meets. Nothing is stored.
+type Merge struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              MergeSpec   `json:"spec"`
+	Status            MergeStatus `json:"status,omitempty"`
+}
+
+// MergeSpec says what to merge and how conflicts resolve.
+type MergeSpec struct {
+	// Source is the heaven merged in.
+	Source string `json:"source"`
+	// Resources are the "<group or core>/<resource>" that merge; empty: all.
+	Resources []string `json:"resources,omitempty"`
+	// Resolution resolves every conflict: Manual (default; a conflict
+	// keeps the merge from being written), PreferSource or PreferTarget.
+	Resolution string `json:"resolution,omitempty"`
+}
+
+// MergeStatus is what the merge did, or would do.
+type MergeStatus struct {
+	// UpToDate: the source's head is in this heaven's history already.
+	UpToDate bool `json:"upToDate,omitempty"`
+	// Blocked: a Manual conflict kept the merge from being written.
+	Blocked bool `json:"blocked,omitempty"`
+	// Commit and Revision of the merge commit (empty when nothing was,
+	// or would be, written).
+	Commit   string `json:"commit,omitempty"`
+	Revision int64  `json:"revision,omitempty"`
+	// Changes are the objects the merge changes.
+	Changes []Change `json:"changes,omitempty"`
+	// Conflicts are the fields both sides changed differently.
+	Conflicts []Conflict `json:"conflicts,omitempty"`
+}
+
+// Conflict is one field both sides of a merge changed differently.
+type Conflict struct {
+	// Path is the object's path; Field the JSON path in it (empty: the
+	// object itself, an edit against a delete).
+	Path  string `json:"path"`
+	Field string `json:"field,omitempty"`
+	// Resolution is how it was resolved.
+	Resolution string `json:"resolution"`
 }

@@ -21,6 +21,11 @@ func (in CommitList) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in Conflict) OpenAPIModelName() string {
+	return "dev.heaven.history.v1alpha1.Conflict"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in Diff) OpenAPIModelName() string {
 	return "dev.heaven.history.v1alpha1.Diff"
 }
@@ -33,6 +38,21 @@ func (in DiffSpec) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in DiffStatus) OpenAPIModelName() string {
 	return "dev.heaven.history.v1alpha1.DiffStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in Merge) OpenAPIModelName() string {
+	return "dev.heaven.history.v1alpha1.Merge"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in MergeSpec) OpenAPIModelName() string {
+	return "dev.heaven.history.v1alpha1.MergeSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in MergeStatus) OpenAPIModelName() string {
+	return "dev.heaven.history.v1alpha1.MergeStatus"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.

@@ -18,9 +18,13 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		Change{}.OpenAPIModelName():                       schema_pkg_apis_history_v1alpha1_Change(ref),
 		Commit{}.OpenAPIModelName():                       schema_pkg_apis_history_v1alpha1_Commit(ref),
 		CommitList{}.OpenAPIModelName():                   schema_pkg_apis_history_v1alpha1_CommitList(ref),
+		Conflict{}.OpenAPIModelName():                     schema_pkg_apis_history_v1alpha1_Conflict(ref),
 		Diff{}.OpenAPIModelName():                         schema_pkg_apis_history_v1alpha1_Diff(ref),
 		DiffSpec{}.OpenAPIModelName():                     schema_pkg_apis_history_v1alpha1_DiffSpec(ref),
 		DiffStatus{}.OpenAPIModelName():                   schema_pkg_apis_history_v1alpha1_DiffStatus(ref),
+		Merge{}.OpenAPIModelName():                        schema_pkg_apis_history_v1alpha1_Merge(ref),
+		MergeSpec{}.OpenAPIModelName():                    schema_pkg_apis_history_v1alpha1_MergeSpec(ref),
+		MergeStatus{}.OpenAPIModelName():                  schema_pkg_apis_history_v1alpha1_MergeStatus(ref),
 		ObjectDiff{}.OpenAPIModelName():                   schema_pkg_apis_history_v1alpha1_ObjectDiff(ref),
 		Point{}.OpenAPIModelName():                        schema_pkg_apis_history_v1alpha1_Point(ref),
 		Restore{}.OpenAPIModelName():                      schema_pkg_apis_history_v1alpha1_Restore(ref),
@@ -248,6 +252,42 @@ func schema_pkg_apis_history_v1alpha1_CommitList(ref common.ReferenceCallback) c
 	}
 }
 
+func schema_pkg_apis_history_v1alpha1_Conflict(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "Conflict is one field both sides of a merge changed differently.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"path": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Path is the object's path; Field the JSON path in it (empty: the object itself, an edit against a delete).",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"field": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+					"resolution": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Resolution is how it was resolved.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"path", "resolution"},
+			},
+		},
+	}
+}
+
 func schema_pkg_apis_history_v1alpha1_Diff(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -370,6 +410,165 @@ func schema_pkg_apis_history_v1alpha1_DiffStatus(ref common.ReferenceCallback) c
 		},
 		Dependencies: []string{
 			ObjectDiff{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_history_v1alpha1_Merge(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "Merge merges another heaven's current state into this heaven once, as an AutomatedMerge does on every change: a three-way merge of objects from the two branches' merge base, field by field, written as one merge commit of the requesting user, who must be able to read the source's history and write every object the merge changes. Created with dry run (kubectl create --dry-run=server), it only says what it would change and which conflicts it meets. Nothing is stored.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(MergeSpec{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(MergeStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"spec"},
+			},
+		},
+		Dependencies: []string{
+			MergeSpec{}.OpenAPIModelName(), MergeStatus{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_history_v1alpha1_MergeSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "MergeSpec says what to merge and how conflicts resolve.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"source": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Source is the heaven merged in.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"resources": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Resources are the \"<group or core>/<resource>\" that merge; empty: all.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"resolution": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Resolution resolves every conflict: Manual (default; a conflict keeps the merge from being written), PreferSource or PreferTarget.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"source"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_history_v1alpha1_MergeStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "MergeStatus is what the merge did, or would do.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"upToDate": {
+						SchemaProps: spec.SchemaProps{
+							Description: "UpToDate: the source's head is in this heaven's history already.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"blocked": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Blocked: a Manual conflict kept the merge from being written.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"commit": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Commit and Revision of the merge commit (empty when nothing was, or would be, written).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"revision": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"integer"},
+							Format: "int64",
+						},
+					},
+					"changes": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Changes are the objects the merge changes.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(Change{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"conflicts": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Conflicts are the fields both sides changed differently.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(Conflict{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			Change{}.OpenAPIModelName(), Conflict{}.OpenAPIModelName()},
 	}
 }
 
