@@ -145,8 +145,9 @@ func (b *Branch) Head() plumbing.Hash {
 
 // Range reads keys at the current or an earlier revision: values come from
 // memory, or from git blobs for history rebuilt at open. Returns
-// ErrCompacted for revisions before the compaction point and ErrFutureRev for
-// revisions not reached yet.
+// ErrCompacted for revisions before the compaction point (as etcd does;
+// RangeCompacted reads them from git) and ErrFutureRev for revisions not
+// reached yet.
 func (b *Branch) Range(ctx context.Context, r *RangeRequest) (*RangeResult, error) {
 	if r.Key == "" {
 		return nil, ErrEmptyKey

@@ -264,6 +264,39 @@ func TestCompact(t *testing.T) {
 	require.NoError(t, err)
 }
 
+// TestRangeCompacted: reads before the compaction point come from git,
+// with the revision read at as each key's revisions.
+func TestRangeCompacted(t *testing.T) {
+	_, b, _ := openTestBranch(t)
+	first := put(t, b, "/p/a", "1")
+	put(t, b, "/p/b", "1")
+	put(t, b, "/q/c", "1")
+	r := put(t, b, "/p/a", "2")
+	require.NoError(t, b.Compact(context.Background(), r))
+
+	old := r - 1
+	res, err := b.RangeCompacted(&RangeRequest{Key: "/p/", End: "/p0", Revision: old})
+	require.NoError(t, err)
+	require.Len(t, res.KVs, 2)
+	require.Equal(t, "/p/a", res.KVs[0].Key)
+	require.Equal(t, "1", string(res.KVs[0].Value), "the value at the old revision")
+	require.Equal(t, old, res.KVs[0].ModRevision)
+	require.Equal(t, b.Revision(), res.Revision)
+
+	res, err = b.RangeCompacted(&RangeRequest{Key: "/p/", End: "/p0", Revision: first, Limit: 1})
+	require.NoError(t, err)
+	require.Equal(t, int64(1), res.Count, "only /p/a existed then")
+	require.False(t, res.More)
+
+	res, err = b.RangeCompacted(&RangeRequest{Key: "/p/a", Revision: r})
+	require.NoError(t, err)
+	require.Equal(t, "2", string(res.KVs[0].Value), "at or after the compaction point, from memory")
+	require.Equal(t, r, res.KVs[0].ModRevision)
+
+	_, err = b.RangeCompacted(&RangeRequest{Key: "/p/a", Revision: first - 1})
+	require.ErrorIs(t, err, ErrCompacted, "before the branch's first commit")
+}
+
 func TestPicksUpPushedCommits(t *testing.T) {
 	_, b, dir := openTestBranch(t)
 	put(t, b, "/registry/a", `{"a":1}`)

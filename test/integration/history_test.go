@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"net/http"
 	"os"
 	"os/exec"
 	"strings"
@@ -9,7 +10,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/heaven-dev/heaven/pkg/server"
 	"github.com/heaven-dev/heaven/test/e2e/framework"
 )
 
@@ -170,4 +175,44 @@ func TestOneOffMerge(t *testing.T) {
 	require.Error(t, err, out)
 	assert.Contains(t, out, `may not update core/configmaps/default/web`)
 	assert.Equal(t, "yellow", ts.Kubectl(t, "main", "", "get", "configmap", "web", "-o", "jsonpath={.data.color}"))
+}
+
+// TestListAtAnyRevision: a list at an exact resource version keeps working
+// after the heaven's history is compacted past it (read from git), while a
+// watch from there is told it is too old, as in Kubernetes.
+func TestListAtAnyRevision(t *testing.T) {
+	ts := framework.StartHeavenServer(t, func(o *server.Options) { o.CompactionInterval = 200 * time.Millisecond })
+	kube := ts.Kube("old")
+	cm, err := kube.CoreV1().ConfigMaps("default").Create(t.Context(), &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "web"}, Data: map[string]string{"color": "blue"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	then := cm.ResourceVersion
+	for _, color := range []string{"red", "green"} {
+		cm.Data["color"] = color
+		cm, err = kube.CoreV1().ConfigMaps("default").Update(t.Context(), cm, metav1.UpdateOptions{})
+		require.NoError(t, err)
+	}
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		w, err := kube.CoreV1().ConfigMaps("default").Watch(t.Context(), metav1.ListOptions{ResourceVersion: then})
+		if err == nil {
+			defer w.Stop()
+			select {
+			case ev := <-w.ResultChan():
+				status, ok := ev.Object.(*metav1.Status)
+				require.True(c, ok, "an error event, not %v", ev.Type)
+				assert.Equal(c, int32(http.StatusGone), status.Code)
+			case <-time.After(time.Second):
+				c.Errorf("no event")
+			}
+			return
+		}
+		assert.True(c, apierrors.IsResourceExpired(err) || apierrors.IsGone(err), "watch from %s: %v", then, err)
+	}, 30*time.Second, 100*time.Millisecond, "revision %s compacted", then)
+
+	list, err := kube.CoreV1().ConfigMaps("default").List(t.Context(), metav1.ListOptions{
+		ResourceVersion: then, ResourceVersionMatch: metav1.ResourceVersionMatchExact})
+	require.NoError(t, err)
+	require.Len(t, list.Items, 1)
+	assert.Equal(t, "blue", list.Items[0].Data["color"], "as it was then")
+	assert.Equal(t, then, list.ResourceVersion)
 }

@@ -79,8 +79,12 @@ func (c kubernetesClient) List(ctx context.Context, prefix string, opts clientv3
 	if opts.Continue != "" {
 		start = opts.Continue
 	}
-	res, err := c.b.Range(ctx, &gitstore.RangeRequest{Key: start, End: clientv3.GetPrefixRangeEnd(prefix),
-		Limit: opts.Limit, Revision: opts.Revision})
+	req := &gitstore.RangeRequest{Key: start, End: clientv3.GetPrefixRangeEnd(prefix), Limit: opts.Limit, Revision: opts.Revision}
+	res, err := c.b.Range(ctx, req)
+	if errors.Is(err, gitstore.ErrCompacted) {
+		// A heaven's lists at any revision are answered, from git.
+		res, err = c.b.RangeCompacted(req)
+	}
 	if err != nil {
 		return clientv3k.ListResponse{}, storeError(err)
 	}
