@@ -67,6 +67,10 @@ type Config struct {
 	// Kubernetes serves kube-apiserver's whole built-in API (a kubernetes
 	// heaven, kubernetes.go) instead of the generic control plane's.
 	Kubernetes bool
+	// ReadOnly serves a heaven as of a past revision: the groups' start-up
+	// writes and controllers (priority classes, the default ServiceCIDR,
+	// the allocators' repair loops) are left out.
+	ReadOnly bool
 	// Loopback reaches the heaven itself and Informers are its shared
 	// informers: a kubernetes heaven's Service allocators and start-up
 	// controllers use them.
@@ -167,6 +171,9 @@ func Install(s *genericapiserver.GenericAPIServer, c Config, optsGetter generic.
 	}
 	for _, g := range groups {
 		g.StaticOpenAPISpec = nil
+	}
+	if c.ReadOnly {
+		return nil
 	}
 	return addHooks(s, c, providers)
 }

@@ -47,6 +47,10 @@ type Config struct {
 	// API (a heaven of type kubernetes) instead of the generic control
 	// plane's.
 	Kubernetes bool
+	// ReadOnly serves a heaven as of a past revision (its Clients read
+	// there and refuse writes): no initial namespaces, no controllers, no
+	// history API.
+	ReadOnly bool
 	// Clients reach the git store and the ephemeral etcd.
 	Clients storage.Clients
 	// Ephemeral says which resources go to the ephemeral etcd.
@@ -141,11 +145,14 @@ func (c *Config) genericConfig(policy *authorization.Policy) (*genericapiserver.
 // builtin is the part of the built-in groups' configuration that says
 // what they serve.
 func (c *Config) builtin() builtin.Config {
-	return builtin.Config{Kubernetes: c.Kubernetes}
+	return builtin.Config{Kubernetes: c.Kubernetes, ReadOnly: c.ReadOnly}
 }
 
 // initialNamespaces are the namespaces the heaven creates when it starts.
 func (c *Config) initialNamespaces() []string {
+	if c.ReadOnly {
+		return nil
+	}
 	if c.Kubernetes {
 		return append(slices.Clone(InitialNamespaces), metav1.NamespacePublic, corev1.NamespaceNodeLease)
 	}

@@ -289,7 +289,7 @@ func (c Config) build() (*built, error) {
 		s.Destroy()
 		return nil, fmt.Errorf("built-in types: %w", err)
 	}
-	if h := c.History; h != nil {
+	if h := c.History; h != nil && !c.ReadOnly {
 		err := history.Install(s, history.Config{Heaven: c.Name, Repo: h.Repo, Authorizer: gc.Authorization.Authorizer, MayRead: h.MayRead})
 		if err != nil {
 			s.Destroy()
@@ -307,15 +307,17 @@ func (c Config) build() (*built, error) {
 		policy.Run(hc.Context)
 		return nil
 	})
-	s.AddPostStartHookOrDie("heaven-namespace-controller", func(hc genericapiserver.PostStartHookContext) error {
-		// The namespace informer is the one admission uses: one watch less.
-		namespace.Run(hc.Context, kube, meta, gc.SharedInformerFactory.Core().V1().Namespaces())
-		return nil
-	})
-	s.AddPostStartHookOrDie("heaven-resource-quota", func(hc genericapiserver.PostStartHookContext) error {
-		// Admission's ResourceQuota informer tells when the first quota comes.
-		return resourcequota.Run(hc.Context, kube, meta, gc.SharedInformerFactory.Core().V1().ResourceQuotas())
-	})
+	if !c.ReadOnly { // the past has no controllers
+		s.AddPostStartHookOrDie("heaven-namespace-controller", func(hc genericapiserver.PostStartHookContext) error {
+			// The namespace informer is the one admission uses: one watch less.
+			namespace.Run(hc.Context, kube, meta, gc.SharedInformerFactory.Core().V1().Namespaces())
+			return nil
+		})
+		s.AddPostStartHookOrDie("heaven-resource-quota", func(hc genericapiserver.PostStartHookContext) error {
+			// Admission's ResourceQuota informer tells when the first quota comes.
+			return resourcequota.Run(hc.Context, kube, meta, gc.SharedInformerFactory.Core().V1().ResourceQuotas())
+		})
+	}
 	prepared := s.PrepareRun()
 	if err := installOpenAPI(s, gc.OpenAPIConfig, gc.OpenAPIV3Config); err != nil {
 		s.Destroy()

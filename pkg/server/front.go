@@ -118,7 +118,18 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name := heavenName(r)
-	if err := ValidateHeavenName(name); err != nil {
+	if heaven, rev, isView, err := splitView(name); isView {
+		if err != nil {
+			writeStatus(w, r, apierrors.NewBadRequest(err.Error()))
+			return
+		}
+		if !readVerbs[r.Method] {
+			writeStatus(w, r, &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure,
+				Code: http.StatusMethodNotAllowed, Reason: metav1.StatusReasonMethodNotAllowed,
+				Message: fmt.Sprintf("heaven %s as of revision %d is read-only: %s is not allowed (write to /clusters/%s)", heaven, rev, r.Method, heaven)}})
+			return
+		}
+	} else if err := ValidateHeavenName(name); err != nil {
 		writeStatus(w, r, apierrors.NewBadRequest(err.Error()))
 		return
 	}
@@ -144,12 +155,13 @@ func heavenName(r *http.Request) string {
 	return name
 }
 
-// heavenOf is the valid heaven name a request is for, if any.
+// heavenOf is the valid heaven name a request is for (for a view, its
+// heaven's), if any.
 func heavenOf(r *http.Request) (string, bool) {
 	if !strings.HasPrefix(r.URL.Path, ClustersPrefix) {
 		return "", false
 	}
-	name := heavenName(r)
+	name := branchOf(heavenName(r))
 	return name, ValidateHeavenName(name) == nil
 }
 
@@ -170,6 +182,8 @@ func (f *front) serveHeaven(w http.ResponseWriter, r *http.Request, name, path s
 		switch {
 		case errors.Is(err, errUnknownHeaven):
 			writeStatus(w, r, apierrors.NewNotFound(schema.GroupResource{Group: "heaven.dev", Resource: "heavens"}, name))
+		case errors.Is(err, errFutureRevision):
+			writeStatus(w, r, apierrors.NewNotFound(schema.GroupResource{Group: "heaven.dev", Resource: "heavens"}, name+": "+err.Error()))
 		case errors.Is(err, errCreateForbidden):
 			u, _ := request.UserFrom(r.Context())
 			writeStatus(w, r, apierrors.NewForbidden(schema.GroupResource{Group: "heaven.dev", Resource: "heavens"}, name,

@@ -312,15 +312,20 @@ func (hs *heavens) stop(ctx context.Context, h *heaven) {
 	hs.metrics.activeHeavens.Dec()
 }
 
-// released runs onStop for a heaven whose server stopped, unless another
-// of its servers started meanwhile: that one uses the heaven's branch.
+// released runs onStop for the branch of a heaven (or view) whose server
+// stopped, unless another server uses that branch: one of the heaven that
+// started meanwhile, the heaven itself after a view, or a view of it.
 // The check and onStop happen under mu, so no server starts in between.
 func (hs *heavens) released(name string) {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
-	if _, again := hs.running[name]; !again {
-		hs.onStop(name)
+	branch := branchOf(name)
+	for running := range hs.running {
+		if branchOf(running) == branch {
+			return
+		}
 	}
+	hs.onStop(branch)
 }
 
 // runEvictor checks for idle heavens until ctx ends.

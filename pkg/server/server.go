@@ -303,6 +303,12 @@ func (s *Server) allowed(ctx context.Context, name string) (bool, error) {
 	if name == RootHeaven {
 		return true, nil
 	}
+	if heaven, rev, isView, err := splitView(name); isView {
+		if err != nil {
+			return false, err
+		}
+		return s.viewAllowed(ctx, heaven, rev)
+	}
 	// Which heavens exist is known once root runs: a request that comes
 	// earlier waits for it rather than fail.
 	select {
@@ -333,6 +339,12 @@ func mayCreateOnFirstUse(ctx context.Context) bool {
 
 // newHeaven builds the API server of heaven name.
 func (s *Server) newHeaven(name string) (*heavenapi.Server, error) {
+	if heaven, rev, isView, err := splitView(name); isView {
+		if err != nil {
+			return nil, err
+		}
+		return s.newView(name, heaven, rev)
+	}
 	_, port, _ := net.SplitHostPort(s.listener.Addr().String())
 	typ, err := s.heavenType(name)
 	if err != nil {

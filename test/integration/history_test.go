@@ -216,3 +216,39 @@ func TestListAtAnyRevision(t *testing.T) {
 	assert.Equal(t, "blue", list.Items[0].Data["color"], "as it was then")
 	assert.Equal(t, then, list.ResourceVersion)
 }
+
+// TestHeavenAsOfARevision reads /clusters/<name>@<revision> with the real
+// kubectl: the heaven's objects as they were, read-only, for whom the
+// heaven's RBAC lets read them now; a revision not reached yet is not
+// found.
+func TestHeavenAsOfARevision(t *testing.T) {
+	ts := framework.StartHeavenServer(t, nil)
+	const h = "team"
+	rv := ts.Kubectl(t, h, "", "create", "configmap", "web", "--from-literal=color=blue", "-o", "jsonpath={.metadata.resourceVersion}")
+	ts.Kubectl(t, h, "", "patch", "configmap", "web", "-p", `{"data":{"color":"red"}}`)
+	ts.Kubectl(t, h, "", "create", "configmap", "later")
+	then := h + "@" + rv
+
+	assert.Equal(t, "blue", ts.Kubectl(t, then, "", "get", "configmap", "web", "-o", "jsonpath={.data.color}"))
+	assert.Equal(t, "web", ts.Kubectl(t, then, "", "get", "configmaps", "-o", "jsonpath={.items[*].metadata.name}"), "later came later")
+	assert.Equal(t, "red", ts.Kubectl(t, h, "", "get", "configmap", "web", "-o", "jsonpath={.data.color}"), "the heaven itself is as it is")
+
+	out, err := ts.KubectlErr(t, then, "", "create", "configmap", "x")
+	require.Error(t, err, out)
+	assert.Contains(t, out, "is read-only: POST is not allowed")
+
+	out, err = ts.KubectlErr(t, h+"@99999", "", "get", "--raw", "/api/v1/namespaces/default/configmaps")
+	require.Error(t, err, out)
+	assert.Contains(t, out, "has not reached that revision")
+
+	// Who may read the past is who may read the heaven now.
+	viewer := kubectlAs(t, ts, "bob")
+	out, err = viewer(then, "get", "configmaps")
+	forbidden(t, out, err, "bob has no role in team")
+	ts.Kubectl(t, h, "", "create", "clusterrolebinding", "bob-views", "--clusterrole=view", "--user=bob")
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		out, err := viewer(then, "get", "configmap", "web", "-o", "jsonpath={.data.color}")
+		assert.NoError(c, err, out)
+		assert.Equal(c, "blue", out)
+	}, 30*time.Second, 100*time.Millisecond)
+}

@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"sync"
 	"time"
@@ -27,8 +28,20 @@ import (
 // OptimisticDelete), KV.Get, Watch and RequestProgress, and Lease.Grant.
 // Store errors are turned into what the API server expects (storeError).
 func NewBranchClient(branch *gitstore.Branch, repo *gitstore.Repository) *clientv3k.Client {
+	return newBranchClient(branch, repo, 0)
+}
+
+// NewBranchClientAt returns a read-only client of the branch as it was at
+// revision at (a heaven read as of a revision): every read is at that
+// revision (from git past the compaction point), watches see nothing
+// happen, and writes are refused with 405.
+func NewBranchClientAt(branch *gitstore.Branch, repo *gitstore.Repository, at int64) *clientv3k.Client {
+	return newBranchClient(branch, repo, at)
+}
+
+func newBranchClient(branch *gitstore.Branch, repo *gitstore.Repository, at int64) *clientv3k.Client {
 	c := clientv3.NewCtxClient(context.Background())
-	bc := &branchClient{b: branch, repo: repo, watchers: map[*gitstore.Watcher]struct{}{}}
+	bc := &branchClient{b: branch, repo: repo, at: at, watchers: map[*gitstore.Watcher]struct{}{}}
 	c.KV, c.Watcher, c.Lease = kvClient{bc}, bc, bc
 	return &clientv3k.Client{Client: c, Kubernetes: kubernetesClient{bc}}
 }
@@ -41,6 +54,7 @@ const MaxRequestBytes = 1536 * 1024
 type branchClient struct {
 	b    *gitstore.Branch
 	repo *gitstore.Repository
+	at   int64 // > 0: read-only, every read at this revision
 
 	mu       sync.Mutex
 	watchers map[*gitstore.Watcher]struct{} // for RequestProgress
@@ -63,7 +77,7 @@ var (
 // ---- the Kubernetes interface: what the API server's store calls most ----
 
 func (c kubernetesClient) Get(ctx context.Context, key string, opts clientv3k.GetOptions) (clientv3k.GetResponse, error) {
-	res, err := c.b.Range(ctx, &gitstore.RangeRequest{Key: key, Revision: opts.Revision, Limit: 1})
+	res, err := c.read(ctx, &gitstore.RangeRequest{Key: key, Revision: opts.Revision, Limit: 1})
 	if err != nil {
 		return clientv3k.GetResponse{}, storeError(err)
 	}
@@ -79,12 +93,7 @@ func (c kubernetesClient) List(ctx context.Context, prefix string, opts clientv3
 	if opts.Continue != "" {
 		start = opts.Continue
 	}
-	req := &gitstore.RangeRequest{Key: start, End: clientv3.GetPrefixRangeEnd(prefix), Limit: opts.Limit, Revision: opts.Revision}
-	res, err := c.b.Range(ctx, req)
-	if errors.Is(err, gitstore.ErrCompacted) {
-		// A heaven's lists at any revision are answered, from git.
-		res, err = c.b.RangeCompacted(req)
-	}
+	res, err := c.read(ctx, &gitstore.RangeRequest{Key: start, End: clientv3.GetPrefixRangeEnd(prefix), Limit: opts.Limit, Revision: opts.Revision})
 	if err != nil {
 		return clientv3k.ListResponse{}, storeError(err)
 	}
@@ -92,7 +101,7 @@ func (c kubernetesClient) List(ctx context.Context, prefix string, opts clientv3
 }
 
 func (c kubernetesClient) Count(ctx context.Context, prefix string, _ clientv3k.CountOptions) (int64, error) {
-	res, err := c.b.Range(ctx, &gitstore.RangeRequest{Key: prefix, End: clientv3.GetPrefixRangeEnd(prefix), CountOnly: true})
+	res, err := c.read(ctx, &gitstore.RangeRequest{Key: prefix, End: clientv3.GetPrefixRangeEnd(prefix), CountOnly: true})
 	if err != nil {
 		return 0, storeError(err)
 	}
@@ -100,6 +109,9 @@ func (c kubernetesClient) Count(ctx context.Context, prefix string, _ clientv3k.
 }
 
 func (c kubernetesClient) OptimisticPut(ctx context.Context, key string, value []byte, expectedRevision int64, opts clientv3k.PutOptions) (clientv3k.PutResponse, error) {
+	if c.at > 0 {
+		return clientv3k.PutResponse{}, c.readOnly()
+	}
 	if n := len(key) + len(value); n > MaxRequestBytes {
 		return clientv3k.PutResponse{}, tooLargeError{size: n}
 	}
@@ -116,6 +128,9 @@ func (c kubernetesClient) OptimisticPut(ctx context.Context, key string, value [
 }
 
 func (c kubernetesClient) OptimisticDelete(ctx context.Context, key string, expectedRevision int64, opts clientv3k.DeleteOptions) (clientv3k.DeleteResponse, error) {
+	if c.at > 0 {
+		return clientv3k.DeleteResponse{}, c.readOnly()
+	}
 	del := gitstore.Op{Delete: &gitstore.DeleteOp{Key: key}}
 	res, err := c.b.Txn(ctx, modRevisionIs(ctx, key, expectedRevision, del, opts.GetOnFailure))
 	if err != nil {
@@ -126,6 +141,29 @@ func (c kubernetesClient) OptimisticDelete(ctx context.Context, key string, expe
 		out.KV = onlyKV(res)
 	}
 	return out, nil
+}
+
+// read answers a read: at the requested revision (a heaven's reads at
+// any revision since its first commit are answered, from git past the
+// compaction point), or for a read-only client at its revision.
+func (c *branchClient) read(ctx context.Context, req *gitstore.RangeRequest) (*gitstore.RangeResult, error) {
+	if c.at > 0 && (req.Revision <= 0 || req.Revision > c.at) {
+		req.Revision = c.at
+	}
+	res, err := c.b.Range(ctx, req)
+	if errors.Is(err, gitstore.ErrCompacted) {
+		res, err = c.b.RangeCompacted(req)
+	}
+	if err == nil && c.at > 0 {
+		res.Revision = c.at
+	}
+	return res, err
+}
+
+// readOnly is the answer of a read-only client to a write.
+func (c *branchClient) readOnly() error {
+	return statusError{code: http.StatusMethodNotAllowed, reason: metav1.StatusReasonMethodNotAllowed,
+		err: fmt.Errorf("heaven %s as of revision %d is read-only", c.b.Name(), c.at)}
 }
 
 // modRevisionIs is the API server's optimistic write: then if key's mod
@@ -194,7 +232,7 @@ func (c kvClient) Get(ctx context.Context, key string, opts ...clientv3.OpOption
 	if op.IsSortSet() {
 		return nil, unimplemented("sorted ranges")
 	}
-	res, err := c.b.Range(ctx, &gitstore.RangeRequest{
+	res, err := c.read(ctx, &gitstore.RangeRequest{
 		Key: string(op.KeyBytes()), End: string(op.RangeBytes()), Revision: op.Rev(), Limit: op.Limit(),
 		KeysOnly: op.IsKeysOnly(), CountOnly: op.IsCountOnly(),
 		MinModRevision: op.MinModRev(), MaxModRevision: op.MaxModRev(),
@@ -239,6 +277,14 @@ const progressNotifyInterval = 10 * time.Minute
 func (c *branchClient) Watch(ctx context.Context, key string, opts ...clientv3.OpOption) clientv3.WatchChan {
 	op := clientv3.OpGet(key, opts...)
 	out := make(chan clientv3.WatchResponse, 16)
+	if c.at > 0 {
+		// Nothing happens in the past.
+		go func() {
+			<-ctx.Done()
+			close(out)
+		}()
+		return out
+	}
 	w, err := c.b.Watch(ctx, gitstore.WatchRequest{Key: string(op.KeyBytes()), End: string(op.RangeBytes()), StartRevision: op.Rev(),
 		PrevKV: op.IsPrevKV(), NoPut: op.IsFilterPut(), NoDelete: op.IsFilterDelete()})
 	if err != nil {
@@ -319,6 +365,9 @@ func (c *branchClient) Close() error {
 // ---- clientv3.Lease: leased keys live in the store's memory only ----
 
 func (c *branchClient) Grant(_ context.Context, ttl int64) (*clientv3.LeaseGrantResponse, error) {
+	if c.at > 0 {
+		return nil, c.readOnly()
+	}
 	l, err := c.repo.LeaseGrant(0, ttl)
 	if err != nil {
 		return nil, storeError(err)
