@@ -136,3 +136,25 @@ func (b *Branch) CommitAt(rev int64) (plumbing.Hash, int64, error) {
 	}
 	return b.commitAt(rev)
 }
+
+// HeadRevision returns the head commit of branch name and its revision
+// without opening the branch: the open branch's, else the one the head
+// commit's message records (-1 when it records none: a commit made
+// outside the store, whose revision only replaying history tells).
+func (r *Repository) HeadRevision(name string) (plumbing.Hash, int64, error) {
+	h, rev, err := r.Head(name)
+	if err != nil || rev >= 0 || h.IsZero() {
+		return h, rev, err
+	}
+	c, err := object.GetCommit(r.git.Storer(), h)
+	if err != nil {
+		return h, -1, err
+	}
+	if _, last, ok := parseCommitOps(c.Message); ok {
+		return h, last, nil
+	}
+	if last, ok := parseOutsideRevision(c.Message); ok {
+		return h, last, nil
+	}
+	return h, -1, nil
+}

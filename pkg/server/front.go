@@ -58,6 +58,8 @@ type front struct {
 	heavens *heavens
 	authn   authenticator.Request
 	root    http.Handler // /healthz, /version, /metrics...
+	// allHeavens serves /clusters/*/<path> to administrators.
+	allHeavens func(w http.ResponseWriter, r *http.Request, path string)
 	// public paths of root answer without credentials, as a kube-apiserver's
 	// system:public-info-viewer role allows.
 	public  map[string]bool
@@ -118,6 +120,15 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name := heavenName(r)
+	if (name == AllHeavens || strings.EqualFold(name, "%2A")) && f.allHeavens != nil { // clients escape "*"
+		if !isAdministrator(u) {
+			writeStatus(w, r, apierrors.NewForbidden(schema.GroupResource{Group: "heaven.dev", Resource: "heavens"}, AllHeavens,
+				fmt.Errorf("user %q: /clusters/* is for server administrators", u.GetName())))
+			return
+		}
+		f.allHeavens(w, r, strings.TrimPrefix(r.URL.Path, ClustersPrefix+AllHeavens))
+		return
+	}
 	if heaven, rev, isView, err := splitView(name); isView {
 		if err != nil {
 			writeStatus(w, r, apierrors.NewBadRequest(err.Error()))

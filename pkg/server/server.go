@@ -191,6 +191,7 @@ func (c CompletedConfig) New() (_ *Server, err error) {
 		public:       map[string]bool{"/healthz": true, "/livez": true, "/readyz": true, "/version": true},
 		metrics:      s.metrics,
 		heavenTokens: s.heavenTokens,
+		allHeavens:   s.serveAllHeavens,
 		authorizeRoot: func(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
 			return s.authorizeIn(ctx, RootHeaven, a)
 		},

@@ -67,21 +67,21 @@ func (s *Server) viewAllowed(ctx context.Context, heaven string, rev int64) (boo
 	if err != nil || !exists {
 		return false, err
 	}
-	_, current, err := s.branchRevision(ctx, heaven)
+	_, current, err := s.repo.HeadRevision(heaven)
 	if err != nil {
 		return false, err
+	}
+	if current < 0 { // the head commit does not say: the open branch knows
+		b, err := s.repo.Branch(ctx, heaven)
+		if err != nil {
+			return false, err
+		}
+		current = b.Revision()
 	}
 	if rev > current {
 		return false, fmt.Errorf("%w: heaven %s is at revision %d", errFutureRevision, heaven, current)
 	}
 	return true, nil
-}
-
-// branchRevision is heaven's branch head and revision: the open branch's,
-// else its ref's.
-func (s *Server) branchRevision(ctx context.Context, heaven string) (bool, int64, error) {
-	exists, _, rev, err := s.branchInfo(ctx, heaven)
-	return exists, rev, err
 }
 
 // newView builds the read-only API server of heaven as of rev.

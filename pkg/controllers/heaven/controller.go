@@ -224,6 +224,18 @@ func (c *Controller) CreatedBy(user string) int {
 	return n
 }
 
+// Names are the heavens with a Heaven object not being deleted, as the
+// controller's cache has them.
+func (c *Controller) Names() []string {
+	var names []string
+	for _, obj := range c.informer.GetStore().List() {
+		if u, ok := obj.(*unstructured.Unstructured); ok && u.GetDeletionTimestamp() == nil {
+			names = append(names, u.GetName())
+		}
+	}
+	return names
+}
+
 // Enqueue asks for heaven name's status to be brought up to date (its
 // files not served changed).
 func (c *Controller) Enqueue(name string) { c.loop.Add(name) }
