@@ -94,4 +94,3 @@ func nextEvent(t *testing.T, w watch.Interface) watch.Event {
 	}
 	return watch.Event{}
 }
-
