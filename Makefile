@@ -53,7 +53,7 @@ KUBE_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
 .PHONY: all help build test vet test-unit test-conformance test-conformance-etcd \
 	test-crash test-crash-long test-chaos test-chaos-short test-integration bench-store bench-server run clean
 .PHONY: tools
-.PHONY: kube-binaries test-e2e generate
+.PHONY: kube-binaries test-e2e generate krew
 .PHONY: bench-syncer
 .PHONY: bench-merge
 .PHONY: image
@@ -74,6 +74,7 @@ help:
 	@echo "make bench-syncer           the syncer against a real cluster: initial sync of 1,000 objects, latency of single updates"
 	@echo "make bench-merge            our merge of two branches (10,000 objects, 1,000 changes a side) vs git merge (merge-ort)"
 	@echo "make tools                  build kubectl from hack/tools into .cache/bin"
+	@echo "make krew                   the kubectl-heaven archive and krew manifest in dist/"
 	@echo "make generate               regenerate the history.heaven.dev API's deep copies and OpenAPI definitions"
 	@echo "make kube-binaries          build kube-apiserver, kube-controller-manager and kube-scheduler $(KUBE_VERSION) from hack/kube into .cache/bin"
 	@echo "make image                  build the syncer's container image $(SYNCER_IMAGE) (needs docker)"
@@ -174,6 +175,19 @@ generate:
 		--readonly-pkg k8s.io/apimachinery/pkg/apis/meta/v1 --readonly-pkg k8s.io/apimachinery/pkg/runtime \
 		--readonly-pkg k8s.io/apimachinery/pkg/version \
 		k8s.io/apimachinery/pkg/apis/meta/v1 k8s.io/apimachinery/pkg/runtime k8s.io/apimachinery/pkg/version $(HISTORY_API)
+
+# The plugin's archive and krew manifest for this machine's platform, in
+# dist/: kubectl krew install --manifest=dist/heaven.yaml --archive=dist/kubectl-heaven.tar.gz
+KREW_VERSION ?= v0.0.0-dev
+KREW_URI ?= https://github.com/heaven-dev/heaven/releases/download/$(KREW_VERSION)/kubectl-heaven_$(shell $(GO) env GOOS)_$(shell $(GO) env GOARCH).tar.gz
+krew:
+	mkdir -p dist/krew
+	$(GO) build -o dist/krew/kubectl-heaven ./cmd/kubectl-heaven
+	cp LICENSE dist/krew/ 2>/dev/null || true
+	tar -C dist/krew -czf dist/kubectl-heaven.tar.gz .
+	sed -e 's|@VERSION@|$(KREW_VERSION)|' -e 's|@OS@|$(shell $(GO) env GOOS)|' -e 's|@ARCH@|$(shell $(GO) env GOARCH)|' \
+		-e 's|@URI@|$(KREW_URI)|' -e "s|@SHA256@|$$(sha256sum dist/kubectl-heaven.tar.gz | cut -d' ' -f1)|" \
+		hack/krew/heaven.yaml.in > dist/heaven.yaml
 
 kube-binaries: $(KUBE_APISERVER) $(KUBE_CONTROLLER_MANAGER) $(KUBE_SCHEDULER)
 
