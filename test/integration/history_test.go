@@ -71,7 +71,7 @@ func TestGitForYourCluster(t *testing.T) {
 	assert.Equal(t, "alice", strings.TrimSpace(ts.Git(t, "log", "-1", "--format=%an", h)))
 
 	// bob (view) reads the log and diffs.
-	log := must(bob, "heaven", "log", "--heaven", h, "core/configmaps/shop/web")
+	log := must(bob, "heaven", "log", h, "--", "core/configmaps/shop/web")
 	assert.Equal(t, 4, strings.Count(log, "\n"), "a header and three commits:\n%s", log)
 	assert.Contains(t, log, "delete core/configmaps/shop/web")
 	diff := must(bob, "heaven", "diff", h+"@"+created, h)
@@ -93,7 +93,7 @@ func TestGitForYourCluster(t *testing.T) {
 	require.Error(t, err, "a second revert: %s", out)
 	assert.Contains(t, out, "has changed since")
 	// …and restores its first version.
-	must(alice, "heaven", "restore", "core/configmaps/shop/web", "--to", created, "--heaven", h)
+	must(alice, "heaven", "restore", "configmap/web", "-n", "shop", "--to", created, "--heaven", h)
 	assert.Equal(t, "blue", must(alice, in, "-n", "shop", "get", "configmap", "web", "-o", "jsonpath={.data.color}"))
 	diff = must(bob, "heaven", "diff", h+"@"+created, h)
 	assert.Contains(t, diff, ": 0 objects differ", "restored as it was:\n%s", diff)
@@ -159,7 +159,7 @@ func TestOneOffMerge(t *testing.T) {
 	assert.Contains(t, out, "not merged: 1 conflicts")
 	assert.Contains(t, out, `conflict core/configmaps/default/web .data.color: Manual`)
 	assert.Equal(t, "black", ts.Kubectl(t, "main", "", "get", "configmap", "web", "-o", "jsonpath={.data.color}"))
-	out, err = alice("heaven", "merge", "try", "--into", "main", "--resources", "core/configmaps", "--resolution", "PreferSource")
+	out, err = alice("heaven", "merge", "try", "--into", "main", "--resources", "core/configmaps", "--policy", "PreferSource")
 	require.NoError(t, err, out)
 	assert.Equal(t, "yellow", ts.Kubectl(t, "main", "", "get", "configmap", "web", "-o", "jsonpath={.data.color}"))
 

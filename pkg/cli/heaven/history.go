@@ -1,19 +1,26 @@
 package heaven
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/yaml"
 
 	historyv1alpha1 "github.com/heaven-dev/heaven/pkg/apis/history/v1alpha1"
@@ -44,38 +51,65 @@ func (o *options) history(heaven, resource string) (dynamic.ResourceInterface, e
 
 func (o *options) logCommand() *cobra.Command {
 	var limit int64
-	var heaven string
 	cmd := &cobra.Command{
-		Use:   "log [PATH_PREFIX]",
-		Short: "Show a heaven's commits, newest first: revision, author, age, message (optionally only those that changed objects under a path such as core/configmaps/default/web)",
-		Args:  cobra.MaximumNArgs(1),
+		Use:   "log [HEAVEN] [-- PATH...]",
+		Short: "Show a heaven's commits (default: the current context's), newest first: revision, author, age, message; after --, only those that changed objects under the paths (core/configmaps/default/web, apps/deployments/)",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			commits, err := o.history(heaven, "commits")
+			heaven, paths := args, []string(nil)
+			if dash := cmd.ArgsLenAtDash(); dash >= 0 {
+				heaven, paths = args[:dash], args[dash:]
+			}
+			if len(heaven) > 1 {
+				return fmt.Errorf("one heaven at most, then -- and paths: got %q", heaven)
+			}
+			name := ""
+			if len(heaven) == 1 {
+				name = heaven[0]
+			}
+			commits, err := o.history(name, "commits")
 			if err != nil {
 				return err
 			}
-			opts := metav1.ListOptions{Limit: limit}
-			if len(args) == 1 {
-				opts.FieldSelector = historyv1alpha1.PathField + "=" + args[0]
+			var items []historyv1alpha1.Commit
+			seen := map[string]bool{}
+			selectors := paths
+			if len(selectors) == 0 {
+				selectors = []string{""} // the whole history
 			}
-			list, err := commits.List(commandContext(cmd), opts)
-			if err != nil {
-				return err
+			for _, p := range selectors {
+				opts := metav1.ListOptions{Limit: limit}
+				if p != "" {
+					opts.FieldSelector = historyv1alpha1.PathField + "=" + p
+				}
+				list, err := commits.List(commandContext(cmd), opts)
+				if err != nil {
+					return err
+				}
+				for _, u := range list.Items {
+					var c historyv1alpha1.Commit
+					if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &c); err != nil {
+						return err
+					}
+					if !seen[c.Name] {
+						seen[c.Name] = true
+						items = append(items, c)
+					}
+				}
+			}
+			// Newest first across paths.
+			slices.SortStableFunc(items, func(a, b historyv1alpha1.Commit) int { return cmp.Compare(b.Revision, a.Revision) })
+			if limit > 0 && int64(len(items)) > limit {
+				items = items[:limit]
 			}
 			w := tabwriter.NewWriter(o.streams.Out, 0, 8, 2, ' ', 0)
 			fmt.Fprintln(w, "COMMIT\tREVISION\tAUTHOR\tAGE\tMESSAGE")
-			for _, u := range list.Items {
-				var c historyv1alpha1.Commit
-				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &c); err != nil {
-					return err
-				}
+			for _, c := range items {
 				subject, _, _ := strings.Cut(c.Message, "\n")
 				fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\n", short(c.Name), c.Revision, c.Author.Name, duration.HumanDuration(time.Since(c.Author.Time.Time)), subject)
 			}
 			return w.Flush()
 		},
 	}
-	cmd.Flags().StringVar(&heaven, "heaven", "", "The heaven (default: the current context's).")
 	cmd.Flags().Int64Var(&limit, "limit", 50, "At most this many commits (0: all).")
 	return cmd
 }
@@ -179,17 +213,24 @@ func (o *options) restoreCommand() *cobra.Command {
 	var heaven string
 	var rev int64
 	cmd := &cobra.Command{
-		Use:   "restore PATH --to REVISION",
-		Short: "Put one object back as it was at a revision (deleting it if it did not exist then), with a new commit; PATH is <group or core>/<resource>[/<namespace>]/<name>",
+		Use:   "restore KIND/NAME|PATH --to REVISION",
+		Short: "Put one object back as it was at a revision (deleting it if it did not exist then), with a new commit: KIND/NAME as kubectl names it (configmap/web, deployment.apps/web; -n for the namespace), or its path <group or core>/<resource>[/<namespace>]/<name>",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			path := args[0]
+			if strings.Count(path, "/") == 1 {
+				var err error
+				if path, err = o.objectPath(heaven, path); err != nil {
+					return err
+				}
+			}
 			restores, err := o.history(heaven, "restores")
 			if err != nil {
 				return err
 			}
 			r := &historyv1alpha1.Restore{
 				TypeMeta: metav1.TypeMeta{APIVersion: historyv1alpha1.SchemeGroupVersion.String(), Kind: "Restore"},
-				Spec:     historyv1alpha1.RestoreSpec{Path: args[0], Revision: rev},
+				Spec:     historyv1alpha1.RestoreSpec{Path: path, Revision: rev},
 			}
 			var out historyv1alpha1.Restore
 			if err := create(commandContext(cmd), restores, r, &out); err != nil {
@@ -202,6 +243,52 @@ func (o *options) restoreCommand() *cobra.Command {
 	cmd.Flags().Int64Var(&rev, "to", 0, "The revision to restore the object to.")
 	_ = cmd.MarkFlagRequired("to")
 	return cmd
+}
+
+// objectPath resolves KIND/NAME (as kubectl takes it: configmap/web,
+// deployments.apps/web) with the heaven's discovery into the object's path.
+func (o *options) objectPath(heaven, kindName string) (string, error) {
+	kind, name, _ := strings.Cut(kindName, "/")
+	if heaven == "" {
+		loc, err := o.location()
+		if err != nil {
+			return "", err
+		}
+		heaven = loc.heaven
+	}
+	cfg, err := o.heavenConfig(heaven)
+	if err != nil {
+		return "", err
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return "", err
+	}
+	mapper := restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)), dc, nil)
+	gvr, err := mapper.ResourceFor(schema.ParseGroupResource(kind).WithVersion(""))
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", kindName, err)
+	}
+	gvk, err := mapper.KindFor(gvr)
+	if err != nil {
+		return "", err
+	}
+	mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return "", err
+	}
+	group := gvr.Group
+	if group == "" {
+		group = "core"
+	}
+	if mapping.Scope.Name() != meta.RESTScopeNameNamespace {
+		return group + "/" + gvr.Resource + "/" + name, nil
+	}
+	namespace, _, err := o.loader().Namespace() // -n, else the context's
+	if err != nil || namespace == "" {
+		namespace = metav1.NamespaceDefault
+	}
+	return group + "/" + gvr.Resource + "/" + namespace + "/" + name, nil
 }
 
 func (o *options) printUndo(s historyv1alpha1.UndoStatus) error {
@@ -260,7 +347,7 @@ func (o *options) mergeCommand() *cobra.Command {
 	var resources []string
 	var dryRun bool
 	cmd := &cobra.Command{
-		Use:   "merge SOURCE [--into TARGET] [--resolution Manual|PreferSource|PreferTarget] [--dry-run]",
+		Use:   "merge SOURCE [--into TARGET] [--policy Manual|PreferSource|PreferTarget] [--dry-run]",
 		Short: "Merge a heaven's current state into another (default: the current context's) once, field by field, as an AutomatedMerge does; --dry-run lists what would change and the conflicts",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -293,7 +380,7 @@ func (o *options) mergeCommand() *cobra.Command {
 			case s.UpToDate:
 				fmt.Fprintf(o.streams.Out, "already up to date with %s\n", args[0])
 			case s.Blocked:
-				fmt.Fprintf(o.streams.Out, "not merged: %d conflicts (resolve them, or choose --resolution)\n", len(s.Conflicts))
+				fmt.Fprintf(o.streams.Out, "not merged: %d conflicts (resolve them, or choose a --policy)\n", len(s.Conflicts))
 			case dryRun:
 				fmt.Fprintf(o.streams.Out, "would change %d objects\n", len(s.Changes))
 			case s.Commit == "":
@@ -315,7 +402,7 @@ func (o *options) mergeCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&into, "into", "", "The heaven merged into (default: the current context's).")
-	cmd.Flags().StringVar(&resolution, "resolution", "", "How every conflict resolves: Manual (default: nothing is merged if there is one), PreferSource or PreferTarget.")
+	cmd.Flags().StringVar(&resolution, "policy", "", "How every conflict resolves: Manual (default: nothing is merged if there is one), PreferSource or PreferTarget.")
 	cmd.Flags().StringSliceVar(&resources, "resources", nil, "Only these <group or core>/<resource> merge (default: all).")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "Only say what would change and the conflicts.")
 	return cmd

@@ -41,10 +41,10 @@ and with your own credentials.
   kubectl heaven use -                     back to the heaven before
   kubectl heaven create try --fork team-a  a new heaven, forked from team-a's branch
   kubectl heaven delete try                delete the Heaven object (and stop serving it)
-  kubectl heaven log [core/configmaps/]    the heaven's commits (optionally only under a path)
+  kubectl heaven log [-- core/configmaps/] the heaven's commits (optionally only under paths)
   kubectl heaven diff @12                  the objects changed since revision 12
   kubectl heaven revert 13                 undo the commit of revision 13 (or a commit hash)
-  kubectl heaven restore core/configmaps/default/web --to 12
+  kubectl heaven restore configmap/web --to 12
                                            put one object back as it was at revision 12
   kubectl heaven merge try --dry-run       what merging heaven try in once would change`,
 		SilenceUsage: true,
