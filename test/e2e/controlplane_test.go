@@ -73,7 +73,7 @@ func TestKubeControllersOnAKubernetesHeaven(t *testing.T) {
 	}, controlPlaneTimeout, syncTick)
 
 	// The story is in git: the controllers' writes are commits.
-	log := hs.Git(t, "log", "--format=%s", h)
+	log := hs.Git(t, "log", "--format=%B", h)
 	for _, want := range []string{"create apps/deployments/default/web", "create apps/replicasets/default/web-", "create core/pods/default/web-"} {
 		assert.Contains(t, log, want)
 	}
