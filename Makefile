@@ -46,6 +46,8 @@ KUBE_MOD := hack/kube/go.mod hack/kube/go.sum
 KUBE_APISERVER := $(TOOLS_BIN)/kube-apiserver
 KUBE_CONTROLLER_MANAGER := $(TOOLS_BIN)/kube-controller-manager
 KUBE_SCHEDULER := $(TOOLS_BIN)/kube-scheduler
+# kwok, the node agent of the headless cluster test, from hack/kwok.
+KWOK := $(TOOLS_BIN)/kwok
 KUBE_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
 	-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37 \
 	-X k8s.io/component-base/version.gitTreeState=clean
@@ -53,7 +55,7 @@ KUBE_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
 .PHONY: all help build test vet test-unit test-conformance test-conformance-etcd \
 	test-crash test-crash-long test-chaos test-chaos-short test-integration bench-store bench-server run clean
 .PHONY: tools
-.PHONY: kube-binaries test-e2e generate krew
+.PHONY: kube-binaries kwok test-e2e generate krew
 .PHONY: bench-syncer
 .PHONY: bench-merge
 .PHONY: image
@@ -74,6 +76,7 @@ help:
 	@echo "make bench-syncer           the syncer against a real cluster: initial sync of 1,000 objects, latency of single updates"
 	@echo "make bench-merge            our merge of two branches (10,000 objects, 1,000 changes a side) vs git merge (merge-ort)"
 	@echo "make tools                  build kubectl from hack/tools into .cache/bin"
+	@echo "make kwok                   build kwok (the headless cluster test's node agent) from hack/kwok into .cache/bin"
 	@echo "make krew                   the kubectl-heaven archive and krew manifest in dist/"
 	@echo "make generate               regenerate the history.heaven.dev API's deep copies and OpenAPI definitions"
 	@echo "make kube-binaries          build kube-apiserver, kube-controller-manager and kube-scheduler $(KUBE_VERSION) from hack/kube into .cache/bin"
@@ -114,8 +117,8 @@ test-integration: $(KUBECTL)
 # Real clusters (kube-apiserver and kube-controller-manager subprocesses on an
 # embedded etcd, or kind with E2E_PROVIDER=kind) driven by client-go and the
 # real kubectl; see test/e2e/framework.
-test-e2e: kube-binaries $(KUBECTL)
-	KUBE_APISERVER=$(KUBE_APISERVER) KUBE_CONTROLLER_MANAGER=$(KUBE_CONTROLLER_MANAGER) KUBE_SCHEDULER=$(KUBE_SCHEDULER) KUBECTL=$(KUBECTL) \
+test-e2e: kube-binaries $(KUBECTL) $(KWOK)
+	KUBE_APISERVER=$(KUBE_APISERVER) KUBE_CONTROLLER_MANAGER=$(KUBE_CONTROLLER_MANAGER) KUBE_SCHEDULER=$(KUBE_SCHEDULER) KUBECTL=$(KUBECTL) KWOK=$(KWOK) \
 		$(GO) test -race -count=1 -timeout 20m ./test/e2e/...
 
 test-crash-long:
@@ -190,6 +193,13 @@ krew:
 		hack/krew/heaven.yaml.in > dist/heaven.yaml
 
 kube-binaries: $(KUBE_APISERVER) $(KUBE_CONTROLLER_MANAGER) $(KUBE_SCHEDULER)
+
+kwok: $(KWOK)
+
+# kwok reads its stages (node and pod lifecycles) from a file next to it,
+# written from kwok's module by hack/kwok/stages.
+$(KWOK): hack/kwok/go.mod hack/kwok/go.sum hack/kwok/stages/main.go
+	cd hack/kwok && $(GO) build -o $@ sigs.k8s.io/kwok/cmd/kwok && $(GO) run ./stages $@-stages.yaml
 
 # One go build for all three: they share most of their packages, and the
 # build compiles them once.

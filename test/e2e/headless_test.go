@@ -3,7 +3,6 @@ package e2e
 import (
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -11,8 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
 
 	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
 	"github.com/heaven-dev/heaven/pkg/server"
@@ -21,8 +18,8 @@ import (
 
 // TestHeadlessCluster is a Kubernetes cluster without central state: the
 // real kube-controller-manager works only in heaven kcm, the real
-// kube-scheduler only in heaven sched, users and nodes (the test plays the
-// node agent: it registers a node and reports pods running) only in main,
+// kube-scheduler only in heaven sched, users and nodes (kwok's, which run
+// their pods) only in main,
 // all three kubernetes heavens forked from main and kept in step by
 // AutomatedMerges in both directions. A Deployment created in main ends
 // with its pods running in main, every step a commit of the heaven that
@@ -50,8 +47,12 @@ func TestHeadlessCluster(t *testing.T) {
 	// leases (ephemeral, each heaven's own): it must not time them out.
 	hs.RunKubeControllerManager(t, "kcm", "--node-monitor-grace-period=10m")
 	hs.RunKubeScheduler(t, "sched")
+	hs.RunKwok(t, "main")
 	main := hs.Kube("main")
-	registerNode(t, main, "node-1")
+	_, err := main.CoreV1().Nodes().Create(t.Context(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1",
+		Annotations: map[string]string{framework.KwokNodeAnnotation: "fake"},
+		Labels:      map[string]string{corev1.LabelHostname: "node-1", corev1.LabelOSStable: "linux"}}}, metav1.CreateOptions{})
+	require.NoError(t, err)
 
 	hs.Kubectl(t, "main", "", "create", "deployment", "web", "--image=nginx", "--replicas=3")
 	selector := metav1.ListOptions{LabelSelector: labels.SelectorFromSet(labels.Set{"app": "web"}).String()}
@@ -63,7 +64,13 @@ func TestHeadlessCluster(t *testing.T) {
 			assert.Equal(c, "node-1", p.Spec.NodeName, "pod %s bound in sched, seen in main", p.Name)
 		}
 	}, controlPlaneTimeout, syncTick)
-	runPods(t, main, selector, 3)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		pods, err := main.CoreV1().Pods("default").List(t.Context(), selector)
+		require.NoError(c, err)
+		for _, p := range pods.Items {
+			assert.Equal(c, corev1.PodRunning, p.Status.Phase, "pod %s run by kwok", p.Name)
+		}
+	}, controlPlaneTimeout, syncTick)
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		d, err := main.AppsV1().Deployments("default").Get(t.Context(), "web", metav1.GetOptions{})
 		require.NoError(c, err)
@@ -77,22 +84,13 @@ func TestHeadlessCluster(t *testing.T) {
 	kcmLog := hs.Git(t, "log", "--format=%B", "kcm")
 	assert.Contains(t, kcmLog, "create core/pods/default/web-", "pods are kcm's commits")
 
-	// Scaling down: kcm deletes two pods in its heaven; the node agent in
-	// main sees them terminating and removes them.
+	// Scaling down: kcm deletes two pods in its heaven; kwok in main sees
+	// them terminating and removes them.
 	hs.Kubectl(t, "main", "", "scale", "deployment", "web", "--replicas=1")
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		pods, err := main.CoreV1().Pods("default").List(t.Context(), selector)
 		require.NoError(c, err)
-		live := 0
-		for _, p := range pods.Items {
-			if p.DeletionTimestamp != nil {
-				_ = main.CoreV1().Pods("default").Delete(t.Context(), p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
-				continue
-			}
-			live++
-		}
-		assert.Equal(c, 1, live, "pods in main")
-		assert.Len(c, pods.Items, 1, "terminated pods gone")
+		assert.Len(c, pods.Items, 1, "pods in main")
 	}, controlPlaneTimeout, syncTick)
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		pods, err := hs.Kube("kcm").CoreV1().Pods("default").List(t.Context(), selector)
@@ -124,41 +122,3 @@ func waitHeaven(t *testing.T, hs *framework.HeavenServer, name string) {
 		assert.Equal(c, string(v1alpha1.HeavenPhaseReady), phase)
 	}, controlPlaneTimeout, syncTick, "heaven %s ready", name)
 }
-
-// runPods reports the selected pods running and ready, as a kubelet does,
-// until n are.
-func runPods(t *testing.T, client kubernetes.Interface, selector metav1.ListOptions, n int) {
-	t.Helper()
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		pods, err := client.CoreV1().Pods("default").List(t.Context(), selector)
-		require.NoError(c, err)
-		running := 0
-		for i := range pods.Items {
-			p := &pods.Items[i]
-			if p.Status.Phase == corev1.PodRunning {
-				running++
-				continue
-			}
-			now := metav1.NewTime(time.Now().Add(-time.Minute))
-			p.Status.Phase, p.Status.StartTime = corev1.PodRunning, &now
-			var conds []corev1.PodCondition
-			for _, cond := range p.Status.Conditions {
-				if cond.Type == corev1.PodScheduled {
-					conds = append(conds, cond)
-				}
-			}
-			for _, typ := range []corev1.PodConditionType{corev1.PodInitialized, corev1.PodReady, corev1.ContainersReady} {
-				conds = append(conds, corev1.PodCondition{Type: typ, Status: corev1.ConditionTrue, LastTransitionTime: now})
-			}
-			p.Status.Conditions = conds
-			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: p.Spec.Containers[0].Name, Ready: true, Started: ptr.To(true),
-				Image: p.Spec.Containers[0].Image, ImageID: p.Spec.Containers[0].Image,
-				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}}}
-			if _, err := client.CoreV1().Pods("default").UpdateStatus(t.Context(), p, metav1.UpdateOptions{}); err == nil {
-				running++
-			}
-		}
-		assert.Equal(c, n, running, "running pods")
-	}, controlPlaneTimeout, syncTick)
-}
-

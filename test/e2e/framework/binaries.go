@@ -21,6 +21,7 @@ var (
 	kubeAPIServer         = binary{"KUBE_APISERVER", "kube-apiserver", "kube-binaries"}
 	kubeControllerManager = binary{"KUBE_CONTROLLER_MANAGER", "kube-controller-manager", "kube-binaries"}
 	kubeScheduler         = binary{"KUBE_SCHEDULER", "kube-scheduler", "kube-binaries"}
+	kwok                  = binary{"KWOK", "kwok", "kwok"}
 	kubectl               = binary{"KUBECTL", "kubectl", "tools"}
 )
 

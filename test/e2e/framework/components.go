@@ -21,6 +21,7 @@ func (h *HeavenServer) RunKubeControllerManager(t testing.TB, heaven string, arg
 		// default 20 per second that is seconds of client-side throttling.
 		"--kube-api-qps=200",
 		"--kube-api-burst=400",
+		"--v=1",
 	}, args...))
 }
 
@@ -33,6 +34,29 @@ func (h *HeavenServer) RunKubeScheduler(t testing.TB, heaven string, args ...str
 		"--secure-port=0",
 		"--kube-api-qps=200",
 		"--kube-api-burst=400",
+		"--v=1",
+	}, args...))
+}
+
+// KwokNodeAnnotation marks the nodes RunKwok manages.
+const KwokNodeAnnotation = "kwok.x-k8s.io/node"
+
+// RunKwok runs kwok against a heaven of h: the agent of the nodes annotated
+// KwokNodeAnnotation=fake, which reports them ready and runs (and removes)
+// their pods as a kubelet would, without containers. Its stages are the
+// file `make kwok` writes next to it.
+func (h *HeavenServer) RunKwok(t testing.TB, heaven string, args ...string) {
+	t.Helper()
+	bin, err := kwok.path()
+	if err != nil {
+		skipOrFail(t, err)
+	}
+	h.runComponent(t, kwok, heaven, append([]string{
+		"--config=" + bin + "-stages.yaml",
+		"--manage-all-nodes=false",
+		"--manage-nodes-with-annotation-selector=" + KwokNodeAnnotation + "=fake",
+		"--cidr=10.244.0.0/16",
+		"--node-ip=10.244.0.1",
 	}, args...))
 }
 
@@ -48,7 +72,7 @@ func (h *HeavenServer) runComponent(t testing.TB, b binary, heaven string, args 
 		t.Fatal(err)
 	}
 	log := filepath.Join(dir, b.name+".log")
-	p, err := startProcess(b.name, bin, log, append([]string{"--kubeconfig=" + kubeconfig, "--v=1"}, args...))
+	p, err := startProcess(b.name, bin, log, append([]string{"--kubeconfig=" + kubeconfig}, args...))
 	if err != nil {
 		t.Fatal(err)
 	}
