@@ -55,7 +55,7 @@ KUBE_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
 .PHONY: all help build test vet test-unit test-conformance test-conformance-etcd \
 	test-crash test-crash-long test-chaos test-chaos-short test-integration bench-store bench-server run clean
 .PHONY: tools
-.PHONY: kube-binaries kwok test-e2e generate krew
+.PHONY: kube-binaries kwok test-e2e test-helm generate krew
 .PHONY: bench-syncer
 .PHONY: bench-merge
 .PHONY: image
@@ -76,6 +76,7 @@ help:
 	@echo "make bench-syncer           the syncer against a real cluster: initial sync of 1,000 objects, latency of single updates"
 	@echo "make bench-merge            our merge of two branches (10,000 objects, 1,000 changes a side) vs git merge (merge-ort)"
 	@echo "make tools                  build kubectl from hack/tools into .cache/bin"
+	@echo "make test-helm              the Helm SDK installs, upgrades and uninstalls test/helm/shop in a heaven (hack/helm)"
 	@echo "make kwok                   build kwok (the headless cluster test's node agent) from hack/kwok into .cache/bin"
 	@echo "make krew                   the kubectl-heaven archive and krew manifest in dist/"
 	@echo "make generate               regenerate the history.heaven.dev API's deep copies and OpenAPI definitions"
@@ -88,7 +89,7 @@ build:
 	$(GO) build -o $(BIN)/heaven-server ./cmd/heaven-server
 	$(GO) build -o $(BIN)/kubectl-heaven ./cmd/kubectl-heaven
 
-test: vet test-unit test-conformance test-crash test-chaos-short test-integration test-e2e
+test: vet test-unit test-conformance test-crash test-chaos-short test-integration test-e2e test-helm
 
 vet:
 	$(GO) vet ./...
@@ -120,6 +121,11 @@ test-integration: $(KUBECTL)
 test-e2e: kube-binaries $(KUBECTL) $(KWOK)
 	KUBE_APISERVER=$(KUBE_APISERVER) KUBE_CONTROLLER_MANAGER=$(KUBE_CONTROLLER_MANAGER) KUBE_SCHEDULER=$(KUBE_SCHEDULER) KUBECTL=$(KUBECTL) KWOK=$(KWOK) \
 		$(GO) test -race -count=1 -timeout 20m ./test/e2e/...
+
+# A Helm chart of our own (test/helm) installed into a heaven with the Helm
+# SDK, from its own module (hack/helm).
+test-helm:
+	cd hack/helm && $(GO) test -race -count=1 -timeout 10m ./...
 
 test-crash-long:
 	CRASH_KILLS=60 $(GO) test -count=1 -v -timeout 30m ./test/crash/
