@@ -103,7 +103,7 @@ func mergePlan(spec v1alpha1.MergeSpec) (merge.Merger, func(string) bool, error)
 	if resolution == "" {
 		resolution = merge.Manual
 	}
-	policy := merge.Policy{Default: resolution}
+	policy := merge.Policy{Default: resolution, Fallback: merge.KubernetesRules}
 	if err := policy.Validate(); err != nil {
 		return merge.Merger{}, nil, fmt.Errorf("spec.resolution: %w", err)
 	}

@@ -2,6 +2,7 @@ package merge
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 )
 
@@ -50,6 +51,11 @@ func (m Merger) Merge(key string, base, target, source []byte) Result {
 		return Result{Value: target, Resolved: true}
 	case sameBytes(base, target):
 		return Result{Value: source, Resolved: true}
+	case base != nil && (target == nil && terminating(source) || source == nil && terminating(target)):
+		// Deleted on one side, on its way out on the other (its deletion
+		// waited there for finalizers or a kubelet): not an edit against a
+		// delete, the same deletion finished first on one side.
+		return Result{Resolved: true}
 	}
 	x := &merger{policy: m.Policy, lists: m.Lists, key: key, resource: resourceOf(key)}
 	b, t, s := parsePresent(base), parsePresent(target), parsePresent(source)
@@ -64,6 +70,17 @@ func (m Merger) Merge(key string, base, target, source []byte) Result {
 		res.Value = valueBytes(merged, t, s, target, source)
 	}
 	return res
+}
+
+// terminating says whether v is an object being deleted (it has a
+// deletionTimestamp).
+func terminating(v []byte) bool {
+	var o struct {
+		Metadata struct {
+			DeletionTimestamp *string `json:"deletionTimestamp"`
+		} `json:"metadata"`
+	}
+	return v != nil && json.Unmarshal(v, &o) == nil && o.Metadata.DeletionTimestamp != nil && *o.Metadata.DeletionTimestamp != ""
 }
 
 // sameBytes compares two values, nil (absent) only equal to nil.

@@ -464,3 +464,25 @@ func TestMergeIsDeterministic(t *testing.T) {
 		require.Equal(t, first.Conflicts, again.Conflicts)
 	}
 }
+
+// TestDeletionFinishedOnOneSide: an object deleted on one side and only
+// terminating on the other (deletionTimestamp set) is deleted, without a
+// conflict; an object edited otherwise against a delete still conflicts.
+func TestDeletionFinishedOnOneSide(t *testing.T) {
+	base := []byte(`{"metadata":{"name":"p"},"spec":{"nodeName":"n"}}`)
+	terminating := []byte(`{"metadata":{"name":"p","deletionTimestamp":"2026-11-25T00:00:00Z"},"spec":{"nodeName":"n"}}`)
+	edited := []byte(`{"metadata":{"name":"p","labels":{"a":"b"}},"spec":{"nodeName":"n"}}`)
+	m := Merger{}
+	for name, tc := range map[string]struct{ target, source []byte }{
+		"deleted in the source": {terminating, nil},
+		"deleted in the target": {nil, terminating},
+	} {
+		r := m.Merge("/core/pods/default/p", base, tc.target, tc.source)
+		assert.True(t, r.Resolved, name)
+		assert.Nil(t, r.Value, name)
+		assert.Empty(t, r.Conflicts, name)
+	}
+	r := m.Merge("/core/pods/default/p", base, edited, nil)
+	assert.False(t, r.Resolved, "an edit against a delete")
+	assert.Len(t, r.Conflicts, 1)
+}

@@ -35,19 +35,47 @@ type PathRule struct {
 
 // Policy resolves conflicts: the rule with the longest Path covering the
 // conflict wins, a rule for the object's resource before one for every
-// resource, then the earlier rule; Default when no rule covers it.
+// resource, then the earlier rule; then the same among the Fallback rules;
+// Default when no rule covers it.
 type Policy struct {
 	// Default resolves conflicts no rule covers; empty means Manual, so that
 	// nothing is ever resolved without being asked for.
 	Default Resolution
 	Rules   []PathRule
+	// Fallback rules resolve what Rules do not cover, before Default: the
+	// built-in rules of merges (KubernetesRules), which a user's rule
+	// overrides wherever it reaches.
+	Fallback []PathRule
+}
+
+// KubernetesRules resolve the conflicts Kubernetes' own division of labour
+// settles: an object's status is written by its controller (or node
+// agent) alone, in its own heaven, so a status conflict is two reports of
+// that writer's, and the one being merged in is the newer there.
+var KubernetesRules = []PathRule{
+	{Path: ".status", Resolution: PreferSource},
 }
 
 // Resolve returns the resolution of a conflict at path in an object of
 // resource.
 func (p Policy) Resolve(resource, path string) Resolution {
+	res := p.Default
+	if r, ok := bestRule(p.Rules, resource, path); ok {
+		res = r.Resolution
+	} else if r, ok := bestRule(p.Fallback, resource, path); ok {
+		res = r.Resolution
+	}
+	if res == "" {
+		return Manual
+	}
+	return res
+}
+
+// bestRule is the rule of rules that covers a conflict at path in an
+// object of resource, if any.
+func bestRule(rules []PathRule, resource, path string) (PathRule, bool) {
 	best, found := PathRule{}, false
-	for _, r := range p.Rules {
+	for _, r := range rules {
 		rp := rulePath(r.Path)
 		if r.Resource != "" && r.Resource != resource || !under(path, rp) {
 			continue
@@ -57,14 +85,7 @@ func (p Policy) Resolve(resource, path string) Resolution {
 			best, found = r, true
 		}
 	}
-	res := p.Default
-	if found {
-		res = best.Resolution
-	}
-	if res == "" {
-		return Manual
-	}
-	return res
+	return best, found
 }
 
 // Validate returns every problem of the policy at once.

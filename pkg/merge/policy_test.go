@@ -58,3 +58,24 @@ func TestPolicyValidate(t *testing.T) {
 	assert.ErrorContains(t, err, `rule 2: resource "deployments"`)
 	assert.ErrorContains(t, err, `rule 3: another rule`)
 }
+
+// TestPolicyFallback: the fallback rules resolve what the rules leave, and
+// yield to any rule that covers the conflict, however short its path.
+func TestPolicyFallback(t *testing.T) {
+	tests := []struct {
+		name   string
+		policy Policy
+		path   string
+		want   Resolution
+	}{
+		{"fallback", Policy{Fallback: KubernetesRules}, ".status.phase", PreferSource},
+		{"default beyond the fallback", Policy{Fallback: KubernetesRules}, ".spec.replicas", Manual},
+		{"a rule first", Policy{Fallback: KubernetesRules, Rules: []PathRule{{Path: ".", Resolution: PreferTarget}}}, ".status.phase", PreferTarget},
+		{"the default is no rule", Policy{Default: PreferTarget, Fallback: KubernetesRules}, ".status.phase", PreferSource},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, tt.policy.Resolve("core/pods", tt.path))
+		})
+	}
+}

@@ -19,11 +19,11 @@ import (
 // TestHeadlessCluster is a Kubernetes cluster without central state: the
 // real kube-controller-manager works only in heaven kcm, the real
 // kube-scheduler only in heaven sched, users and nodes (kwok's, which run
-// their pods) only in main,
-// all three kubernetes heavens forked from main and kept in step by
-// AutomatedMerges in both directions. A Deployment created in main ends
-// with its pods running in main, every step a commit of the heaven that
-// made it, merged into the others; scaling down converges the same way.
+// their pods) only in main; the three kubernetes heavens are forked from
+// main and kept in step by AutomatedMerges in both directions, with no
+// conflict policy of their own. A Deployment created in main ends with its
+// pods running in main, every step a commit of the heaven that made it,
+// merged into the others; scaling down converges the same way.
 func TestHeadlessCluster(t *testing.T) {
 	hs := framework.StartHeavenServer(t, nil)
 	declare := func(yaml string) {
@@ -35,11 +35,13 @@ func TestHeadlessCluster(t *testing.T) {
 	for _, h := range []string{"kcm", "sched"} {
 		declare(fmt.Sprintf(`{"apiVersion":"heaven.dev/v1alpha1","kind":"Heaven","metadata":{"name":%q},"spec":{"type":"kubernetes","fork":{"heaven":"main"}}}`, h))
 		waitHeaven(t, hs, h)
-		// Both directions; a controller's writes win a conflict in main
-		// and main's (users', nodes') win in the controller's heaven.
+		// Both directions, without a conflict policy: the built-in rules
+		// (status, deletions) are all a cluster of Kubernetes' own
+		// controllers needs; any other conflict would block and be
+		// reported.
 		for _, m := range [][2]string{{"main", h}, {h, "main"}} {
 			declare(fmt.Sprintf(`{"apiVersion":"heaven.dev/v1alpha1","kind":"AutomatedMerge","metadata":{"name":"%s-to-%s"},`+
-				`"spec":{"sources":[%q],"target":%q,"conflictPolicy":{"default":"PreferSource"}}}`, m[0], m[1], m[0], m[1]))
+				`"spec":{"sources":[%q],"target":%q}}`, m[0], m[1], m[0], m[1]))
 		}
 	}
 

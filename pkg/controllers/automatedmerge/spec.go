@@ -76,7 +76,7 @@ func compile(spec v1alpha1.AutomatedMergeSpec, ephemeral func(resource string) b
 		}
 		return len(wanted) == 0 || wanted[resource]
 	}
-	policy := merge.Policy{Default: merge.Resolution(spec.ConflictPolicy.Default)}
+	policy := merge.Policy{Default: merge.Resolution(spec.ConflictPolicy.Default), Fallback: merge.KubernetesRules}
 	for _, r := range spec.ConflictPolicy.Rules {
 		policy.Rules = append(policy.Rules, merge.PathRule{Resource: r.Resource, Path: r.Path, Resolution: merge.Resolution(r.Resolution)})
 	}

@@ -36,6 +36,9 @@ type AutomatedMergeSpec struct {
 	Resources []string `json:"resources,omitempty"`
 	// ConflictPolicy resolves conflicts; by default none is resolved
 	// (Manual): a merge with a conflict writes nothing and reports it.
+	// Built-in rules, after the policy's own: a status conflict takes the
+	// source's status (merge.KubernetesRules), and an object deleted on
+	// one side and terminating on the other is deleted.
 	ConflictPolicy ConflictPolicy `json:"conflictPolicy,omitempty"`
 	// Suspend stops merging until it is unset.
 	Suspend bool `json:"suspend,omitempty"`
