@@ -51,9 +51,13 @@ type Policy struct {
 // KubernetesRules resolve the conflicts Kubernetes' own division of labour
 // settles: an object's status is written by its controller (or node
 // agent) alone, in its own heaven, so a status conflict is two reports of
-// that writer's, and the one being merged in is the newer there.
+// that writer's, and the one being merged in is the newer there. Managed
+// fields are each API server's record of who last set which field, for
+// server-side apply: where both heavens rewrote an entry, each keeps its
+// own record (which field values merged is the merge's business).
 var KubernetesRules = []PathRule{
 	{Path: ".status", Resolution: PreferSource},
+	{Path: ".metadata.managedFields", Resolution: PreferTarget},
 }
 
 // Resolve returns the resolution of a conflict at path in an object of

@@ -70,6 +70,7 @@ func TestPolicyFallback(t *testing.T) {
 	}{
 		{"fallback", Policy{Fallback: KubernetesRules}, ".status.phase", PreferSource},
 		{"default beyond the fallback", Policy{Fallback: KubernetesRules}, ".spec.replicas", Manual},
+		{"managed fields stay each side's", Policy{Fallback: KubernetesRules}, ".metadata.managedFields", PreferTarget},
 		{"a rule first", Policy{Fallback: KubernetesRules, Rules: []PathRule{{Path: ".", Resolution: PreferTarget}}}, ".status.phase", PreferTarget},
 		{"the default is no rule", Policy{Default: PreferTarget, Fallback: KubernetesRules}, ".status.phase", PreferSource},
 	}

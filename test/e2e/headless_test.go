@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -44,6 +46,25 @@ func TestHeadlessCluster(t *testing.T) {
 				`"spec":{"sources":[%q],"target":%q}}`, m[0], m[1], m[0], m[1]))
 		}
 	}
+
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		// What the merges say, and where the Deployment is in each heaven.
+		ctx := context.Background()
+		if list, err := hs.Dynamic(server.RootHeaven).Resource(v1alpha1.AutomatedMergesResource).List(ctx, metav1.ListOptions{}); err == nil {
+			for _, am := range list.Items {
+				status, _, _ := unstructured.NestedMap(am.Object, "status")
+				t.Logf("AutomatedMerge %s: %v", am.GetName(), status)
+			}
+		}
+		for _, h := range []string{"main", "kcm", "sched"} {
+			if d, err := hs.Kube(h).AppsV1().Deployments("default").Get(ctx, "web", metav1.GetOptions{}); err == nil {
+				t.Logf("%s: web spec.replicas=%d status=%+v", h, *d.Spec.Replicas, d.Status)
+			}
+		}
+	})
 
 	// The node lifecycle controller sees nodes through merges, not their
 	// leases (ephemeral, each heaven's own): it must not time them out.
@@ -98,6 +119,44 @@ func TestHeadlessCluster(t *testing.T) {
 		pods, err := hs.Kube("kcm").CoreV1().Pods("default").List(t.Context(), selector)
 		require.NoError(c, err)
 		assert.Len(c, pods.Items, 1, "the deletions merged back into kcm")
+	}, controlPlaneTimeout, syncTick)
+
+	// A rolling update (a new image) goes the same way: kcm's new
+	// ReplicaSet and pods, sched's bindings, kwok's running pods.
+	hs.Kubectl(t, "main", "", "set", "image", "deployment/web", "nginx=nginx:1.27")
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		pods, err := main.CoreV1().Pods("default").List(t.Context(), selector)
+		require.NoError(c, err)
+		require.Len(c, pods.Items, 1, "pods in main")
+		p := pods.Items[0]
+		assert.Equal(c, "nginx:1.27", p.Spec.Containers[0].Image)
+		assert.Equal(c, corev1.PodRunning, p.Status.Phase)
+	}, controlPlaneTimeout, syncTick, "the new image rolled out")
+
+	// With the merges from main suspended, kcm's heaven is its whole world:
+	// a scale-up in main waits there, and happens once they resume.
+	for _, m := range []string{"main-to-kcm", "main-to-sched"} {
+		hs.Kubectl(t, server.RootHeaven, "", "patch", "automatedmerge", m, "--type=merge", "-p", `{"spec":{"suspend":true}}`)
+	}
+	hs.Kubectl(t, "main", "", "scale", "deployment", "web", "--replicas=2")
+	kcmDeployments := hs.Kube("kcm").AppsV1().Deployments("default")
+	require.Never(t, func() bool {
+		d, err := kcmDeployments.Get(t.Context(), "web", metav1.GetOptions{})
+		return err == nil && *d.Spec.Replicas == 2
+	}, 3*time.Second, syncTick, "kcm saw the scale-up while merges were suspended")
+	for _, m := range []string{"main-to-kcm", "main-to-sched"} {
+		hs.Kubectl(t, server.RootHeaven, "", "patch", "automatedmerge", m, "--type=merge", "-p", `{"spec":{"suspend":false}}`)
+	}
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		pods, err := main.CoreV1().Pods("default").List(t.Context(), selector)
+		require.NoError(c, err)
+		running := 0
+		for _, p := range pods.Items {
+			if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+				running++
+			}
+		}
+		assert.Equal(c, 2, running, "running pods in main after the merges resumed")
 	}, controlPlaneTimeout, syncTick)
 
 	// No merge was blocked; every conflict resolved as the policy says.

@@ -36,9 +36,10 @@ type AutomatedMergeSpec struct {
 	Resources []string `json:"resources,omitempty"`
 	// ConflictPolicy resolves conflicts; by default none is resolved
 	// (Manual): a merge with a conflict writes nothing and reports it.
-	// Built-in rules, after the policy's own: a status conflict takes the
-	// source's status (merge.KubernetesRules), and an object deleted on
-	// one side and terminating on the other is deleted.
+	// Built-in rules, after the policy's own (merge.KubernetesRules): a
+	// status conflict takes the source's status, managed fields keep the
+	// target's, and an object deleted on one side and terminating on the
+	// other is deleted.
 	ConflictPolicy ConflictPolicy `json:"conflictPolicy,omitempty"`
 	// Suspend stops merging until it is unset.
 	Suspend bool `json:"suspend,omitempty"`
