@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+
+	"github.com/go-git/go-git/v5/plumbing"
 )
 
 // RangeCompacted answers a read at a revision before the compaction point
@@ -25,36 +27,48 @@ func (b *Branch) RangeCompacted(r *RangeRequest) (*RangeResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrCompacted, err) // before the first commit
 	}
-	values, err := (&Repository{git: b.git, opts: b.opts}).Snapshot(commit)
+	resp, err := (&Repository{git: b.git, opts: b.opts}).RangeCommit(commit, r.Revision, r)
+	if err == nil {
+		resp.Revision = b.Revision()
+	}
+	return resp, err
+}
+
+// RangeCommit answers a range read from commit: every key gets rev as its
+// create and mod revision (git keeps values, not each key's revisions),
+// version 1, and the result's Revision is rev. Files that can't be served
+// are left out. Only key order is kept (SortBy is ignored).
+func (r *Repository) RangeCommit(commit plumbing.Hash, rev int64, req *RangeRequest) (*RangeResult, error) {
+	values, err := r.Snapshot(commit)
 	if _, bad := IsFileErrors(err); err != nil && !bad {
 		return nil, err
 	}
-	resp := &RangeResult{Revision: b.Revision()}
-	if r.MinModRevision > r.Revision || r.MinCreateRevision > r.Revision ||
-		r.MaxModRevision > 0 && r.MaxModRevision < r.Revision || r.MaxCreateRevision > 0 && r.MaxCreateRevision < r.Revision {
+	resp := &RangeResult{Revision: rev}
+	if req.MinModRevision > rev || req.MinCreateRevision > rev ||
+		req.MaxModRevision > 0 && req.MaxModRevision < rev || req.MaxCreateRevision > 0 && req.MaxCreateRevision < rev {
 		return resp, nil
 	}
 	var keys []string
 	for k := range values {
-		if inRange(k, r.Key, r.End) {
+		if inRange(k, req.Key, req.End) {
 			keys = append(keys, k)
 		}
 	}
 	slices.Sort(keys)
-	if r.Descending {
+	if req.Descending {
 		slices.Reverse(keys)
 	}
 	resp.Count = int64(len(keys))
-	if r.CountOnly {
+	if req.CountOnly {
 		return resp, nil
 	}
-	if r.Limit > 0 && int64(len(keys)) > r.Limit {
-		keys = keys[:r.Limit]
+	if req.Limit > 0 && int64(len(keys)) > req.Limit {
+		keys = keys[:req.Limit]
 	}
 	resp.More = int64(len(keys)) < resp.Count
 	for _, k := range keys {
-		kv := KeyValue{Key: k, CreateRevision: r.Revision, ModRevision: r.Revision, Version: 1}
-		if !r.KeysOnly {
+		kv := KeyValue{Key: k, CreateRevision: rev, ModRevision: rev, Version: 1}
+		if !req.KeysOnly {
 			kv.Value = values[k]
 		}
 		resp.KVs = append(resp.KVs, kv)

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/heaven-dev/heaven/pkg/builtin"
 	"github.com/heaven-dev/heaven/pkg/gitstore"
+	"github.com/heaven-dev/heaven/pkg/heavenapi/storage"
 )
 
 // /clusters/*/<collection> lists and watches one resource across every
@@ -41,15 +43,14 @@ const HeavenAnnotation = "heaven.dev/heaven"
 type collection struct {
 	gvr       schema.GroupVersionResource
 	namespace string
+	// storage decodes a built-in resource's stored objects (nil for custom
+	// resources); built once per request, not per object.
+	storage runtime.Decoder
 }
 
 // prefix is the storage key prefix of the collection in every heaven.
 func (c collection) prefix() string {
-	group := c.gvr.Group
-	if group == "" {
-		group = "core"
-	}
-	p := "/" + group + "/" + c.gvr.Resource + "/"
+	p := "/" + storage.ResourcePrefix(c.gvr.GroupResource()) + "/"
 	if c.namespace != "" {
 		p += c.namespace + "/"
 	}
@@ -139,6 +140,11 @@ func (s *Server) serveAllHeavens(w http.ResponseWriter, r *http.Request, path st
 		writeStatus(w, r, apierrors.NewBadRequest(fmt.Sprintf("%s are not kept in git: ask each heaven", c.gvr.GroupResource())))
 		return
 	}
+	var err error
+	if c.storage, err = storageDecoder(c.gvr.GroupResource()); err != nil {
+		writeStatus(w, r, apierrors.NewInternalError(err))
+		return
+	}
 	q := r.URL.Query()
 	if q.Get("watch") == "true" || q.Get("watch") == "1" {
 		s.watchAllHeavens(w, r, c, q.Get("resourceVersion"))
@@ -211,23 +217,14 @@ func (s *Server) readCollection(ctx context.Context, name string, c collection) 
 	if err != nil || head.IsZero() {
 		return nil, rev, err
 	}
-	values, err := s.repo.Snapshot(head)
-	if _, bad := gitstore.IsFileErrors(err); err != nil && !bad {
+	res, err := s.repo.RangeCommit(head, rev, &gitstore.RangeRequest{Key: prefix, End: prefixEnd(prefix)})
+	if err != nil {
 		return nil, 0, err
 	}
-	var kvs []gitstore.KeyValue
-	for k, v := range values {
-		if strings.HasPrefix(k, prefix) {
-			kvs = append(kvs, gitstore.KeyValue{Key: k, Value: v, ModRevision: rev})
-		}
-	}
-	slices.SortFunc(kvs, func(a, b gitstore.KeyValue) int { return strings.Compare(a.Key, b.Key) })
-	return kvs, rev, nil
+	return res.KVs, rev, nil
 }
 
-func prefixEnd(prefix string) string {
-	return prefix[:len(prefix)-1] + string(prefix[len(prefix)-1]+1)
-}
+func prefixEnd(prefix string) string { return clientv3.GetPrefixRangeEnd(prefix) }
 
 // objectOf is a stored object in the requested version, with its heaven
 // and resource version: built-in types are converted as the heaven's API
@@ -235,16 +232,8 @@ func prefixEnd(prefix string) string {
 // stored in, and only if that is the one asked for.
 func (s *Server) objectOf(c collection, heaven string, stored []byte, rev int64) (map[string]any, error) {
 	data := stored
-	if r, ok := builtinResource(c.gvr.GroupResource()); ok {
-		internal, err := legacyscheme.Scheme.New(schema.GroupVersionKind{Group: r.GroupResource.Group, Version: runtime.APIVersionInternal, Kind: r.Kind})
-		if err != nil {
-			return nil, err
-		}
-		codec, _, err := builtin.StorageCodec(r.GroupResource, internal)
-		if err != nil {
-			return nil, err
-		}
-		obj, _, err := codec.Decode(stored, nil, nil)
+	if c.storage != nil {
+		obj, _, err := c.storage.Decode(stored, nil, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -272,6 +261,21 @@ func (s *Server) objectOf(c collection, heaven string, stored []byte, rev int64)
 	meta["annotations"] = annotations
 	meta["resourceVersion"] = strconv.FormatInt(rev, 10)
 	return out, nil
+}
+
+// storageDecoder is the storage codec of a built-in resource, nil for
+// others.
+func storageDecoder(gr schema.GroupResource) (runtime.Decoder, error) {
+	r, ok := builtinResource(gr)
+	if !ok {
+		return nil, nil
+	}
+	internal, err := legacyscheme.Scheme.New(schema.GroupVersionKind{Group: r.GroupResource.Group, Version: runtime.APIVersionInternal, Kind: r.Kind})
+	if err != nil {
+		return nil, err
+	}
+	codec, _, err := builtin.StorageCodec(r.GroupResource, internal)
+	return codec, err
 }
 
 func builtinResource(gr schema.GroupResource) (builtin.Resource, bool) {

@@ -81,12 +81,13 @@ func (g *Getter) GetRESTOptions(gr schema.GroupResource, example runtime.Object)
 		Decorator:               sharedClientStorage(client),
 		EnableGarbageCollection: false,
 		DeleteCollectionWorkers: 1,
-		ResourcePrefix:          resourcePrefix(gr),
+		ResourcePrefix:          ResourcePrefix(gr),
 	}, nil
 }
 
-// resourcePrefix is "<group or core>/<resource>".
-func resourcePrefix(gr schema.GroupResource) string {
+// ResourcePrefix is where a heaven keeps the objects of gr, below its key
+// prefix: "<group or core>/<resource>".
+func ResourcePrefix(gr schema.GroupResource) string {
 	group := gr.Group
 	if group == "" {
 		group = "core"

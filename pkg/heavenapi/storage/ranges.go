@@ -47,7 +47,7 @@ func (r Ranges) NewConfig(gr schema.GroupResource, example runtime.Object) (*sto
 
 // ResourcePrefix is the key prefix of gr below the heaven's.
 func (Ranges) ResourcePrefix(gr schema.GroupResource) string {
-	return resourcePrefix(gr)
+	return ResourcePrefix(gr)
 }
 
 // Configs is empty: the heaven's storage is not checked through it.
