@@ -3,6 +3,7 @@ package merge
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"strings"
 )
 
@@ -56,6 +57,11 @@ func (m Merger) Merge(key string, base, target, source []byte) Result {
 		// waited there for finalizers or a kubelet): not an edit against a
 		// delete, the same deletion finished first on one side.
 		return Result{Resolved: true}
+	case base == nil && sameButIdentity(target, source):
+		// Created on both sides alike: the same bootstrap object (a
+		// system PriorityClass, a default ServiceCIDR) that each API server
+		// wrote for itself. Git would call it one file; it is one object.
+		return Result{Value: target, Resolved: true}
 	}
 	x := &merger{policy: m.Policy, lists: m.Lists, key: key, resource: resourceOf(key)}
 	b, t, s := parsePresent(base), parsePresent(target), parsePresent(source)
@@ -81,6 +87,30 @@ func terminating(v []byte) bool {
 		} `json:"metadata"`
 	}
 	return v != nil && json.Unmarshal(v, &o) == nil && o.Metadata.DeletionTimestamp != nil && *o.Metadata.DeletionTimestamp != ""
+}
+
+// assignedOnCreate are the fields of metadata that the API server, not the
+// writer, sets when it creates an object.
+var assignedOnCreate = []string{"uid", "creationTimestamp", "resourceVersion", "generation", "managedFields"}
+
+// sameButIdentity says whether a and b are the same object but for the
+// fields the API server assigns on create.
+func sameButIdentity(a, b []byte) bool {
+	if a == nil || b == nil {
+		return false
+	}
+	var x, y map[string]any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	for _, o := range []map[string]any{x, y} {
+		if meta, ok := o["metadata"].(map[string]any); ok {
+			for _, f := range assignedOnCreate {
+				delete(meta, f)
+			}
+		}
+	}
+	return reflect.DeepEqual(x, y)
 }
 
 // sameBytes compares two values, nil (absent) only equal to nil.

@@ -486,3 +486,23 @@ func TestDeletionFinishedOnOneSide(t *testing.T) {
 	assert.False(t, r.Resolved, "an edit against a delete")
 	assert.Len(t, r.Conflicts, 1)
 }
+
+// TestCreatedOnBothSidesAlike: an object created on both sides that differs
+// only in what the API server assigns on create (a bootstrap object each
+// heaven wrote for itself) merges as the target's, without a conflict;
+// created on both sides with different contents, it still conflicts.
+func TestCreatedOnBothSidesAlike(t *testing.T) {
+	const key = "/scheduling.k8s.io/priorityclasses/system-node-critical"
+	target := []byte(`{"kind":"PriorityClass","metadata":{"name":"system-node-critical","uid":"a","creationTimestamp":"2026-11-25T06:42:32Z","resourceVersion":"5","managedFields":[{"manager":"heaven-server","time":"2026-11-25T06:42:32Z"}]},"value":2000001000}` + "\n")
+	source := []byte(`{"kind":"PriorityClass","metadata":{"name":"system-node-critical","uid":"b","creationTimestamp":"2026-11-25T06:42:33Z","resourceVersion":"9","managedFields":[{"manager":"heaven-server","time":"2026-11-25T06:42:33Z"}]},"value":2000001000}` + "\n")
+	other := []byte(`{"kind":"PriorityClass","metadata":{"name":"system-node-critical","uid":"b","creationTimestamp":"2026-11-25T06:42:33Z"},"value":7}` + "\n")
+	m := Merger{}
+	r := m.Merge(key, nil, target, source)
+	assert.True(t, r.Resolved)
+	assert.Empty(t, r.Conflicts)
+	assert.Equal(t, string(target), string(r.Value))
+
+	r = m.Merge(key, nil, target, other)
+	assert.False(t, r.Resolved, "created on both sides with different values")
+	assert.NotEmpty(t, r.Conflicts)
+}
