@@ -694,6 +694,7 @@ func scalePhase(cfg config) (scaleResult, error) {
 	defer bs.remove()
 	defer bs.stop()
 	rssBefore := rss()
+	memBefore := memStats()
 	base, _ := bs.activeHeavens()
 	goroutinesBefore := runtime.NumGoroutine()
 	fmt.Printf("rss_before_mib=%.1f active_heavens_metric=%d goroutines=%d\n", rssBefore/(1<<20), base, goroutinesBefore)
@@ -725,6 +726,7 @@ func scalePhase(cfg config) (scaleResult, error) {
 	fmt.Printf("active_heavens_created=%d errors=%d seconds=%.1f\n", n, len(errs), time.Since(began).Seconds())
 	printErrs(errs)
 	rssAfter := rss()
+	memAfter := memStats()
 	if cfg.heapProfile != "" {
 		if err := writeHeapProfile(cfg.heapProfile); err != nil {
 			return res, err
@@ -743,6 +745,12 @@ func scalePhase(cfg config) (scaleResult, error) {
 	res.heavens = created
 	fmt.Printf("rss_after_mib=%.1f active_heavens_metric=%d (root included) goroutines_per_heaven=%.0f\n",
 		rssAfter/(1<<20), metricActive, float64(runtime.NumGoroutine()-goroutinesBefore)/float64(max(n, 1)))
+	perHeaven := func(after, before uint64) float64 {
+		return (float64(after) - float64(before)) / (1 << 20) / float64(max(n, 1))
+	}
+	fmt.Printf("per active heaven: heap_mib=%.2f stack_mib=%.2f other_runtime_mib=%.2f\n",
+		perHeaven(memAfter.HeapInuse, memBefore.HeapInuse), perHeaven(memAfter.StackInuse, memBefore.StackInuse),
+		perHeaven(memAfter.Sys-memAfter.HeapSys-memAfter.StackSys, memBefore.Sys-memBefore.HeapSys-memBefore.StackSys))
 
 	// 3. Cold starts: the first request to heavens that exist but have not
 	// run in this server.
@@ -833,6 +841,14 @@ func rss() float64 {
 		}
 	}
 	return 0
+}
+
+// memStats reads the runtime's memory statistics after a collection (rss
+// has just run one).
+func memStats() runtime.MemStats {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m
 }
 
 // writeHeapProfile writes the live heap, after a collection, to path, and

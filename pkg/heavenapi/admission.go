@@ -14,6 +14,7 @@ import (
 	"k8s.io/apiserver/pkg/util/webhook"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
 	controlplaneadmission "k8s.io/kubernetes/pkg/controlplane/apiserver/admission"
 	kubeoptions "k8s.io/kubernetes/pkg/kubeapiserver/options"
 	certapproval "k8s.io/kubernetes/plugin/pkg/admission/certificates/approval"
@@ -21,6 +22,8 @@ import (
 	certsigning "k8s.io/kubernetes/plugin/pkg/admission/certificates/signing"
 	certsubjectrestriction "k8s.io/kubernetes/plugin/pkg/admission/certificates/subjectrestriction"
 	"k8s.io/kubernetes/plugin/pkg/admission/serviceaccount"
+
+	"github.com/heaven-dev/heaven/pkg/heavenapi/intern"
 )
 
 // AdmissionPlugins are the admission plugins every heaven runs: those
@@ -66,5 +69,8 @@ func applyAdmission(gc *genericapiserver.RecommendedConfig, kube kubernetes.Inte
 	if err != nil {
 		return err
 	}
+	initializers = append(initializers, intern.Webhooks{Err: func(err error) {
+		klog.ErrorS(err, "Webhook admission keeps its own CEL environments")
+	}})
 	return opts.ApplyTo(&gc.Config, gc.SharedInformerFactory, kube, dyn, utilfeature.DefaultFeatureGate, gc.EffectiveVersion, initializers...)
 }

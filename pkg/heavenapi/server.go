@@ -26,6 +26,7 @@ import (
 	builtin "github.com/heaven-dev/heaven/pkg/builtin"
 	"github.com/heaven-dev/heaven/pkg/controllers/namespace"
 	"github.com/heaven-dev/heaven/pkg/controllers/resourcequota"
+	"github.com/heaven-dev/heaven/pkg/heavenapi/intern"
 	"github.com/heaven-dev/heaven/pkg/heavenapi/storage"
 	"github.com/heaven-dev/heaven/pkg/history"
 )
@@ -323,6 +324,9 @@ func (c Config) build() (*built, error) {
 		s.Destroy()
 		return nil, fmt.Errorf("OpenAPI: %w", err)
 	}
+	if err := intern.Routes(s.Handler.GoRestfulContainer); err != nil {
+		klog.ErrorS(err, "Heaven keeps its own copy of its routes", "heaven", c.Name)
+	}
 	return &built{server: s, run: prepared.RunWithContext, kube: kube, tokens: tokenReviews}, nil
 }
 
@@ -343,6 +347,12 @@ func (c Config) sharedLoopback() loopback {
 	// In-process: compression would only cost CPU and a decompressor per
 	// watch.
 	t := &http.Transport{DialContext: cfg.Dial, MaxIdleConnsPerHost: 8, IdleConnTimeout: 90 * time.Second, DisableCompression: true}
+	// HTTP/2 without TLS (the front's in-process server speaks it): one
+	// connection carries all the heaven's requests and watches, where
+	// HTTP/1.1 takes a connection, two buffers and four goroutines for
+	// each watch.
+	t.Protocols = new(http.Protocols)
+	t.Protocols.SetUnencryptedHTTP2(true)
 	cfg.Dial, cfg.Transport = nil, t
 	return loopback{config: cfg, transport: t}
 }

@@ -229,6 +229,11 @@ func (s *Server) Run(ctx context.Context) error {
 		Handler:     s.front,
 		ConnContext: func(ctx context.Context, _ net.Conn) context.Context { return withLoopback(ctx) },
 	}
+	// Heavens' own clients speak HTTP/2 without TLS (heavenapi's
+	// loopback); heaven-server's own, HTTP/1.1.
+	memServer.Protocols = new(http.Protocols)
+	memServer.Protocols.SetHTTP1(true)
+	memServer.Protocols.SetUnencryptedHTTP2(true)
 	errs := make(chan error, 2)
 	go func() { errs <- tlsServer.ServeTLS(s.listener, "", "") }()
 	go func() { errs <- memServer.Serve(s.mem) }()

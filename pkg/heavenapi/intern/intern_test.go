@@ -1,0 +1,133 @@
+package intern
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"testing"
+
+	restful "github.com/emicklei/go-restful/v3"
+	"k8s.io/apiserver/pkg/admission/plugin/webhook/mutating"
+	"k8s.io/apiserver/pkg/admission/plugin/webhook/validating"
+)
+
+// container builds what an API server installs for one resource: the same
+// paths, parameters and responses each time, in new objects.
+func container(t *testing.T, handle func(string) restful.RouteFunction) *restful.Container {
+	t.Helper()
+	ws := new(restful.WebService).Path("/api/v1")
+	ok := map[int]restful.ResponseError{200: {Code: 200, Message: "OK"}}
+	for _, path := range []string{"/namespaces/{namespace}/configmaps/{name}", "/namespaces/{namespace}/secrets/{id}"} {
+		rb := ws.GET(path).To(handle(path)).
+			Param(ws.PathParameter("namespace", "object name and auth scope")).
+			Param(ws.QueryParameter("pretty", "If 'true', then the output is pretty printed."))
+		for code, r := range ok {
+			rb = rb.Returns(code, r.Message, nil)
+		}
+		ws.Route(rb.Metadata("x-kubernetes-action", "get"))
+	}
+	c := restful.NewContainer()
+	c.Add(ws)
+	return c
+}
+
+func pathExpr(t *testing.T, r *restful.Route) uintptr {
+	t.Helper()
+	f, err := field(reflect.ValueOf(r).Elem(), "pathExpr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f.Pointer()
+}
+
+func TestRoutesShareWhatIsEqual(t *testing.T) {
+	var got []string
+	handle := func(path string) restful.RouteFunction {
+		return func(req *restful.Request, _ *restful.Response) {
+			got = append(got, path+" "+req.PathParameter("namespace")+" "+req.PathParameter("name")+req.PathParameter("id"))
+		}
+	}
+	a, b := container(t, handle), container(t, handle)
+	for _, c := range []*restful.Container{a, b} {
+		if err := Routes(c); err != nil {
+			t.Fatalf("Routes: %v", err)
+		}
+	}
+	ra, rb := a.RegisteredWebServices()[0].Routes(), b.RegisteredWebServices()[0].Routes()
+	for i := range ra {
+		if pathExpr(t, &ra[i]) != pathExpr(t, &rb[i]) {
+			t.Errorf("%s: each container keeps its own compiled path", ra[i].Path)
+		}
+		if &ra[i].ParameterDocs[0] != &rb[i].ParameterDocs[0] {
+			t.Errorf("%s: each container keeps its own parameters", ra[i].Path)
+		}
+		if reflect.ValueOf(ra[i].ResponseErrors).Pointer() != reflect.ValueOf(rb[i].ResponseErrors).Pointer() {
+			t.Errorf("%s: each container keeps its own responses", ra[i].Path)
+		}
+	}
+	// The two paths compile to the same expression but name their
+	// variables differently: they must not share.
+	if pathExpr(t, &ra[0]) == pathExpr(t, &ra[1]) {
+		t.Errorf("%s and %s share a compiled path, and with it the names of its variables", ra[0].Path, ra[1].Path)
+	}
+
+	// Requests are dispatched as before.
+	for _, c := range []*restful.Container{a, b} {
+		for _, path := range []string{"/api/v1/namespaces/ns/configmaps/cm", "/api/v1/namespaces/ns/secrets/s"} {
+			rec := httptest.NewRecorder()
+			c.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+			if rec.Code != http.StatusOK {
+				t.Errorf("GET %s: %d", path, rec.Code)
+			}
+		}
+	}
+	want := []string{
+		"/namespaces/{namespace}/configmaps/{name} ns cm", "/namespaces/{namespace}/secrets/{id} ns s",
+		"/namespaces/{namespace}/configmaps/{name} ns cm", "/namespaces/{namespace}/secrets/{id} ns s",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("handled %q, want %q", got, want)
+	}
+}
+
+func TestWebhooksShareTheirConditionCompiler(t *testing.T) {
+	v, err := validating.NewValidatingAdmissionWebhook(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := mutating.NewMutatingWebhook(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errs []error
+	w := Webhooks{Err: func(err error) { errs = append(errs, err) }}
+	w.Initialize(v)
+	w.Initialize(m)
+	if len(errs) > 0 {
+		t.Fatalf("plugins keep their own compilers: %v", errs)
+	}
+	for _, hook := range []reflect.Value{reflect.ValueOf(v.Webhook), reflect.ValueOf(m.Webhook)} {
+		f, err := field(hook.Elem(), "filterCompiler")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Interface() != webhookConditions() {
+			t.Errorf("%s keeps its own compiler", hook.Type())
+		}
+	}
+}
+
+// BenchmarkRoutes is the cost of sharing one resource's routes, a part of
+// a heaven's start.
+func BenchmarkRoutes(b *testing.B) {
+	t := &testing.T{}
+	handle := func(string) restful.RouteFunction { return func(*restful.Request, *restful.Response) {} }
+	for b.Loop() {
+		b.StopTimer()
+		c := container(t, handle)
+		b.StartTimer()
+		if err := Routes(c); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
