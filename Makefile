@@ -56,7 +56,7 @@ KUBE_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
 	test-crash test-crash-long test-chaos test-chaos-short test-integration bench-store bench-server run clean
 .PHONY: tools
 .PHONY: kube-binaries kwok test-e2e test-helm generate krew
-.PHONY: bench-syncer
+.PHONY: bench-syncer bench-headless
 .PHONY: bench-merge
 .PHONY: image
 
@@ -74,6 +74,7 @@ help:
 	@echo "make bench-store            git store vs embedded etcd under the same client load"
 	@echo "make bench-server           heaven-server end to end: git vs etcd storage, memory per heaven, cold starts"
 	@echo "make bench-syncer           the syncer against a real cluster: initial sync of 1,000 objects, latency of single updates"
+	@echo "make bench-headless         Deployment to pods Running: the headless cluster vs one kube-apiserver, same controllers and kwok"
 	@echo "make bench-merge            our merge of two branches (10,000 objects, 1,000 changes a side) vs git merge (merge-ort)"
 	@echo "make tools                  build kubectl from hack/tools into .cache/bin"
 	@echo "make test-helm              the Helm SDK installs, upgrades and uninstalls test/helm/shop in a heaven (hack/helm)"
@@ -147,6 +148,16 @@ bench-store:
 bench-server:
 	$(GO) build -o $(BIN)/bench-server ./hack/bench-server
 	$(BIN)/bench-server $(BENCH_SERVER_FLAGS)
+
+# make bench-headless: time from a Deployment of 10 and 100 replicas to its
+# pods Running in the headless cluster vs a plain kube-apiserver with the
+# same kube-controller-manager, kube-scheduler and kwok (test/e2e,
+# TestBenchHeadless); BENCH_HEADLESS_RUNS measurements of each (median).
+BENCH_HEADLESS_RUNS ?= 3
+bench-headless: kube-binaries $(KUBECTL) $(KWOK)
+	HEAVEN_BENCH_HEADLESS=1 HEAVEN_BENCH_RUNS=$(BENCH_HEADLESS_RUNS) \
+	KUBE_APISERVER=$(KUBE_APISERVER) KUBE_CONTROLLER_MANAGER=$(KUBE_CONTROLLER_MANAGER) KUBE_SCHEDULER=$(KUBE_SCHEDULER) KUBECTL=$(KUBECTL) KWOK=$(KWOK) \
+		$(GO) test -count=1 -timeout 90m -run '^TestBenchHeadless$$' -v ./test/e2e/ | grep -E '^RESULT|headless_bench_test'
 
 # make bench-merge: flags for hack/bench-merge (-objects, -changes, -runs, -cpuprofile).
 BENCH_MERGE_FLAGS ?=

@@ -119,7 +119,7 @@ func (c *Config) genericConfig(policy *authorization.Policy) (*genericapiserver.
 	}
 	gc.EnableMetrics = false // heaven-server serves /metrics once, with a heaven label
 	gc.EnableProfiling = false
-	gc.RESTOptionsGetter = &storage.Getter{Heaven: c.Name, Clients: c.Clients, Codec: typedCodec, Ephemeral: c.Ephemeral}
+	gc.RESTOptionsGetter = &storage.Getter{Heaven: c.Name, Clients: c.Clients, Codec: typedCodec, Ephemeral: c.Ephemeral, GarbageCollection: c.Kubernetes}
 
 	gc.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(getDefinitions, definitionNamer())
 	gc.OpenAPIConfig.Info.Title = "Heaven"

@@ -247,7 +247,7 @@ func (c Config) build() (*built, error) {
 	ac := &apiextensionsapiserver.Config{
 		GenericConfig: gc,
 		ExtraConfig: apiextensionsapiserver.ExtraConfig{
-			CRDRESTOptionsGetter: &storage.Getter{Heaven: c.Name, Clients: c.Clients, Codec: unstructuredCodec, Ephemeral: c.Ephemeral},
+			CRDRESTOptionsGetter: &storage.Getter{Heaven: c.Name, Clients: c.Clients, Codec: unstructuredCodec, Ephemeral: c.Ephemeral, GarbageCollection: c.Kubernetes},
 			MasterCount:          1,
 		},
 	}

@@ -57,6 +57,11 @@ func (m Merger) Merge(key string, base, target, source []byte) Result {
 		// waited there for finalizers or a kubelet): not an edit against a
 		// delete, the same deletion finished first on one side.
 		return Result{Resolved: true}
+	case base != nil && (target == nil && onlyStatusChanged(base, source) || source == nil && onlyStatusChanged(base, target)):
+		// Deleted on one side, its status reported on the other: a
+		// controller's report on an object its owner deleted, which an API
+		// server would have refused (404) had both been one.
+		return Result{Resolved: true}
 	case base == nil && sameButIdentity(target, source):
 		// Created on both sides alike: the same bootstrap object (a
 		// system PriorityClass, a default ServiceCIDR) that each API server
@@ -89,6 +94,12 @@ func terminating(v []byte) bool {
 	return v != nil && json.Unmarshal(v, &o) == nil && o.Metadata.DeletionTimestamp != nil && *o.Metadata.DeletionTimestamp != ""
 }
 
+// onlyStatusChanged says whether edited is base with only its status, and
+// what the API server writes along with it, changed.
+func onlyStatusChanged(base, edited []byte) bool {
+	return edited != nil && sameBut(base, edited, []string{"status"}, []string{"resourceVersion", "managedFields"})
+}
+
 // assignedOnCreate are the fields of metadata that the API server, not the
 // writer, sets when it creates an object.
 var assignedOnCreate = []string{"uid", "creationTimestamp", "resourceVersion", "generation", "managedFields"}
@@ -96,6 +107,12 @@ var assignedOnCreate = []string{"uid", "creationTimestamp", "resourceVersion", "
 // sameButIdentity says whether a and b are the same object but for the
 // fields the API server assigns on create.
 func sameButIdentity(a, b []byte) bool {
+	return sameBut(a, b, nil, assignedOnCreate)
+}
+
+// sameBut says whether objects a and b are equal but for their top-level
+// fields fields and their metadata's fields meta.
+func sameBut(a, b []byte, fields, meta []string) bool {
 	if a == nil || b == nil {
 		return false
 	}
@@ -104,9 +121,12 @@ func sameButIdentity(a, b []byte) bool {
 		return false
 	}
 	for _, o := range []map[string]any{x, y} {
-		if meta, ok := o["metadata"].(map[string]any); ok {
-			for _, f := range assignedOnCreate {
-				delete(meta, f)
+		for _, f := range fields {
+			delete(o, f)
+		}
+		if m, ok := o["metadata"].(map[string]any); ok {
+			for _, f := range meta {
+				delete(m, f)
 			}
 		}
 	}

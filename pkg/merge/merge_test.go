@@ -506,3 +506,26 @@ func TestCreatedOnBothSidesAlike(t *testing.T) {
 	assert.False(t, r.Resolved, "created on both sides with different values")
 	assert.NotEmpty(t, r.Conflicts)
 }
+
+// TestStatusOfADeletedObject: an object deleted on one side whose status
+// alone changed on the other (a controller's report) is deleted; a change
+// beyond the status still conflicts with the delete.
+func TestStatusOfADeletedObject(t *testing.T) {
+	const key = "/apps/deployments/default/web"
+	base := []byte(`{"metadata":{"name":"web","resourceVersion":"3"},"spec":{"replicas":3},"status":{"replicas":0}}`)
+	reported := []byte(`{"metadata":{"name":"web","resourceVersion":"7","managedFields":[{"manager":"kube-controller-manager"}]},"spec":{"replicas":3},"status":{"replicas":3}}`)
+	scaled := []byte(`{"metadata":{"name":"web","resourceVersion":"7"},"spec":{"replicas":5},"status":{"replicas":3}}`)
+	m := Merger{}
+	for name, tc := range map[string]struct{ target, source []byte }{
+		"deleted in the target": {nil, reported},
+		"deleted in the source": {reported, nil},
+	} {
+		r := m.Merge(key, base, tc.target, tc.source)
+		assert.True(t, r.Resolved, name)
+		assert.Nil(t, r.Value, name)
+		assert.Empty(t, r.Conflicts, name)
+	}
+	r := m.Merge(key, base, nil, scaled)
+	assert.False(t, r.Resolved, "a spec edit against a delete")
+	assert.Len(t, r.Conflicts, 1)
+}

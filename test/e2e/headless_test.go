@@ -9,9 +9,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
 	"github.com/heaven-dev/heaven/pkg/server"
@@ -27,55 +29,8 @@ import (
 // pods running in main, every step a commit of the heaven that made it,
 // merged into the others; scaling down converges the same way.
 func TestHeadlessCluster(t *testing.T) {
-	hs := framework.StartHeavenServer(t, nil)
-	declare := func(yaml string) {
-		t.Helper()
-		hs.Kubectl(t, server.RootHeaven, yaml, "apply", "-f", "-")
-	}
-	declare(`{"apiVersion":"heaven.dev/v1alpha1","kind":"Heaven","metadata":{"name":"main"},"spec":{"type":"kubernetes"}}`)
-	waitHeaven(t, hs, "main")
-	for _, h := range []string{"kcm", "sched"} {
-		declare(fmt.Sprintf(`{"apiVersion":"heaven.dev/v1alpha1","kind":"Heaven","metadata":{"name":%q},"spec":{"type":"kubernetes","fork":{"heaven":"main"}}}`, h))
-		waitHeaven(t, hs, h)
-		// Both directions, without a conflict policy: the built-in rules
-		// (status, deletions) are all a cluster of Kubernetes' own
-		// controllers needs; any other conflict would block and be
-		// reported.
-		for _, m := range [][2]string{{"main", h}, {h, "main"}} {
-			declare(fmt.Sprintf(`{"apiVersion":"heaven.dev/v1alpha1","kind":"AutomatedMerge","metadata":{"name":"%s-to-%s"},`+
-				`"spec":{"sources":[%q],"target":%q}}`, m[0], m[1], m[0], m[1]))
-		}
-	}
-
-	t.Cleanup(func() {
-		if !t.Failed() {
-			return
-		}
-		// What the merges say, and where the Deployment is in each heaven.
-		ctx := context.Background()
-		if list, err := hs.Dynamic(server.RootHeaven).Resource(v1alpha1.AutomatedMergesResource).List(ctx, metav1.ListOptions{}); err == nil {
-			for _, am := range list.Items {
-				status, _, _ := unstructured.NestedMap(am.Object, "status")
-				t.Logf("AutomatedMerge %s: %v", am.GetName(), status)
-			}
-		}
-		for _, h := range []string{"main", "kcm", "sched"} {
-			if d, err := hs.Kube(h).AppsV1().Deployments("default").Get(ctx, "web", metav1.GetOptions{}); err == nil {
-				t.Logf("%s: web spec.replicas=%d status=%+v", h, *d.Spec.Replicas, d.Status)
-			}
-		}
-	})
-
-	// The node lifecycle controller sees nodes through merges, not their
-	// leases (ephemeral, each heaven's own): it must not time them out.
-	hs.RunKubeControllerManager(t, "kcm", "--node-monitor-grace-period=10m")
-	hs.RunKubeScheduler(t, "sched")
-	hs.RunKwok(t, "main")
+	hs := startHeadlessCluster(t, 1)
 	main := hs.Kube("main")
-	_, err := main.CoreV1().Nodes().Create(t.Context(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1",
-		Annotations: map[string]string{framework.KwokNodeAnnotation: "fake"},
-		Labels:      map[string]string{corev1.LabelHostname: "node-1", corev1.LabelOSStable: "linux"}}}, metav1.CreateOptions{})
-	require.NoError(t, err)
 
 	hs.Kubectl(t, "main", "", "create", "deployment", "web", "--image=nginx", "--replicas=3")
 	selector := metav1.ListOptions{LabelSelector: labels.SelectorFromSet(labels.Set{"app": "web"}).String()}
@@ -159,6 +114,19 @@ func TestHeadlessCluster(t *testing.T) {
 		assert.Equal(c, 2, running, "running pods in main after the merges resumed")
 	}, controlPlaneTimeout, syncTick)
 
+	// Deleting the Deployment: kcm's garbage collector deletes its
+	// ReplicaSets and pods in kcm; kwok in main sees the pods terminating and
+	// removes them. Meanwhile kcm's last status reports on the Deployment
+	// meet its deletion in the merges (status against delete: deleted).
+	hs.Kubectl(t, "main", "", "delete", "deployment", "web", "--cascade=foreground", "--wait=false")
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		pods, err := main.CoreV1().Pods("default").List(t.Context(), selector)
+		require.NoError(c, err)
+		assert.Empty(c, pods.Items, "pods in main after the Deployment was deleted")
+		_, err = main.AppsV1().Deployments("default").Get(t.Context(), "web", metav1.GetOptions{})
+		assert.True(c, apierrors.IsNotFound(err), "the Deployment is gone from main: %v", err)
+	}, controlPlaneTimeout, syncTick)
+
 	// No merge was blocked; every conflict resolved as the policy says.
 	for _, m := range []string{"main-to-kcm", "kcm-to-main", "main-to-sched", "sched-to-main"} {
 		u, err := hs.Dynamic(server.RootHeaven).Resource(v1alpha1.AutomatedMergesResource).Get(t.Context(), m, metav1.GetOptions{})
@@ -170,6 +138,73 @@ func TestHeadlessCluster(t *testing.T) {
 				assert.Equal(t, "True", cm["status"], "%s Ready: %v", m, cm["message"])
 			}
 		}
+	}
+}
+
+// startHeadlessCluster starts heaven-server with a headless cluster: heaven
+// main with kwok and nodes kwok runs (node-1…), kcm with the real
+// kube-controller-manager, sched with the real kube-scheduler, each forked
+// from main and merged with it both ways.
+func startHeadlessCluster(t *testing.T, nodes int) *framework.HeavenServer {
+	t.Helper()
+	hs := framework.StartHeavenServer(t, nil)
+	declare := func(yaml string) {
+		t.Helper()
+		hs.Kubectl(t, server.RootHeaven, yaml, "apply", "-f", "-")
+	}
+	declare(`{"apiVersion":"heaven.dev/v1alpha1","kind":"Heaven","metadata":{"name":"main"},"spec":{"type":"kubernetes"}}`)
+	waitHeaven(t, hs, "main")
+	for _, h := range []string{"kcm", "sched"} {
+		declare(fmt.Sprintf(`{"apiVersion":"heaven.dev/v1alpha1","kind":"Heaven","metadata":{"name":%q},"spec":{"type":"kubernetes","fork":{"heaven":"main"}}}`, h))
+		waitHeaven(t, hs, h)
+		// Both directions, without a conflict policy: the built-in rules
+		// (status, deletions) are all a cluster of Kubernetes' own
+		// controllers needs; any other conflict would block and be
+		// reported.
+		for _, m := range [][2]string{{"main", h}, {h, "main"}} {
+			declare(fmt.Sprintf(`{"apiVersion":"heaven.dev/v1alpha1","kind":"AutomatedMerge","metadata":{"name":"%s-to-%s"},`+
+				`"spec":{"sources":[%q],"target":%q}}`, m[0], m[1], m[0], m[1]))
+		}
+	}
+
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		// What the merges say, and where the Deployment is in each heaven.
+		ctx := context.Background()
+		if list, err := hs.Dynamic(server.RootHeaven).Resource(v1alpha1.AutomatedMergesResource).List(ctx, metav1.ListOptions{}); err == nil {
+			for _, am := range list.Items {
+				status, _, _ := unstructured.NestedMap(am.Object, "status")
+				t.Logf("AutomatedMerge %s: %v", am.GetName(), status)
+			}
+		}
+		for _, h := range []string{"main", "kcm", "sched"} {
+			if d, err := hs.Kube(h).AppsV1().Deployments("default").Get(ctx, "web", metav1.GetOptions{}); err == nil {
+				t.Logf("%s: web spec.replicas=%d status=%+v", h, *d.Spec.Replicas, d.Status)
+			}
+		}
+	})
+
+	// The node lifecycle controller sees nodes through merges, not their
+	// leases (ephemeral, each heaven's own): it must not time them out.
+	hs.RunKubeControllerManager(t, "kcm", "--node-monitor-grace-period=10m")
+	hs.RunKubeScheduler(t, "sched")
+	hs.RunKwok(t, "main")
+	createKwokNodes(t, hs.Kube("main"), nodes)
+	return hs
+
+}
+
+// createKwokNodes registers nodes node-1… for kwok to run.
+func createKwokNodes(t *testing.T, kube kubernetes.Interface, n int) {
+	t.Helper()
+	for i := 1; i <= n; i++ {
+		name := fmt.Sprintf("node-%d", i)
+		_, err := kube.CoreV1().Nodes().Create(t.Context(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name,
+			Annotations: map[string]string{framework.KwokNodeAnnotation: "fake"},
+			Labels:      map[string]string{corev1.LabelHostname: name, corev1.LabelOSStable: "linux"}}}, metav1.CreateOptions{})
+		require.NoError(t, err)
 	}
 }
 

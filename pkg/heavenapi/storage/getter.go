@@ -51,6 +51,12 @@ type Getter struct {
 	Clients   Clients
 	Codec     CodecFunc
 	Ephemeral func(schema.GroupResource) bool
+	// GarbageCollection makes deletions honour their propagation policy
+	// (the orphan and foregroundDeletion finalizers), as kube-apiserver
+	// does for kube-controller-manager's garbage collector: for kubernetes
+	// heavens. Without it an object is deleted at once, and its dependents
+	// are left to whoever collects them by their owner references.
+	GarbageCollection bool
 }
 
 var _ generic.RESTOptionsGetter = (*Getter)(nil)
@@ -79,7 +85,7 @@ func (g *Getter) GetRESTOptions(gr schema.GroupResource, example runtime.Object)
 			GroupResource: gr,
 		},
 		Decorator:               sharedClientStorage(client),
-		EnableGarbageCollection: false,
+		EnableGarbageCollection: g.GarbageCollection,
 		DeleteCollectionWorkers: 1,
 		ResourcePrefix:          ResourcePrefix(gr),
 	}, nil

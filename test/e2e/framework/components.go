@@ -13,7 +13,7 @@ import (
 // shown if the test fails.
 func (h *HeavenServer) RunKubeControllerManager(t testing.TB, heaven string, args ...string) {
 	t.Helper()
-	h.runComponent(t, kubeControllerManager, heaven, append([]string{
+	runComponent(t, kubeControllerManager, h.kubeconfigOf(heaven), append([]string{
 		"--controllers=*",
 		"--leader-elect=false",
 		"--secure-port=0",
@@ -29,7 +29,19 @@ func (h *HeavenServer) RunKubeControllerManager(t testing.TB, heaven string, arg
 // RunKubeControllerManager runs kube-controller-manager.
 func (h *HeavenServer) RunKubeScheduler(t testing.TB, heaven string, args ...string) {
 	t.Helper()
-	h.runComponent(t, kubeScheduler, heaven, append([]string{
+	runKubeScheduler(t, h.kubeconfigOf(heaven), args)
+}
+
+// RunKubeScheduler runs the real kube-scheduler against c, as
+// HeavenServer.RunKubeScheduler does against a heaven.
+func (c *Cluster) RunKubeScheduler(t testing.TB, args ...string) {
+	t.Helper()
+	runKubeScheduler(t, c.kubeconfig, args)
+}
+
+func runKubeScheduler(t testing.TB, kubeconfig func(dir string) (string, error), args []string) {
+	t.Helper()
+	runComponent(t, kubeScheduler, kubeconfig, append([]string{
 		"--leader-elect=false",
 		"--secure-port=0",
 		"--kube-api-qps=200",
@@ -47,11 +59,23 @@ const KwokNodeAnnotation = "kwok.x-k8s.io/node"
 // file `make kwok` writes next to it.
 func (h *HeavenServer) RunKwok(t testing.TB, heaven string, args ...string) {
 	t.Helper()
+	runKwok(t, h.kubeconfigOf(heaven), args)
+}
+
+// RunKwok runs kwok against c, as HeavenServer.RunKwok does against a
+// heaven.
+func (c *Cluster) RunKwok(t testing.TB, args ...string) {
+	t.Helper()
+	runKwok(t, c.kubeconfig, args)
+}
+
+func runKwok(t testing.TB, kubeconfig func(dir string) (string, error), args []string) {
+	t.Helper()
 	bin, err := kwok.path()
 	if err != nil {
 		skipOrFail(t, err)
 	}
-	h.runComponent(t, kwok, heaven, append([]string{
+	runComponent(t, kwok, kubeconfig, append([]string{
 		"--config=" + bin + "-stages.yaml",
 		"--manage-all-nodes=false",
 		"--manage-nodes-with-annotation-selector=" + KwokNodeAnnotation + "=fake",
@@ -60,19 +84,33 @@ func (h *HeavenServer) RunKwok(t testing.TB, heaven string, args ...string) {
 	}, args...))
 }
 
-func (h *HeavenServer) runComponent(t testing.TB, b binary, heaven string, args []string) {
+// kubeconfigOf returns a function that writes a kubeconfig of heaven into
+// a directory and returns its path.
+func (h *HeavenServer) kubeconfigOf(heaven string) func(dir string) (string, error) {
+	return func(dir string) (string, error) {
+		path := filepath.Join(dir, heaven+".kubeconfig")
+		return path, h.WriteKubeconfig(heaven, path)
+	}
+}
+
+// kubeconfig is the cluster's admin kubeconfig, wherever dir is.
+func (c *Cluster) kubeconfig(string) (string, error) { return c.Kubeconfig, nil }
+
+// runComponent runs binary b, with the kubeconfig that kubeconfig writes
+// into a directory of the test, until the test ends.
+func runComponent(t testing.TB, b binary, kubeconfig func(dir string) (string, error), args []string) {
 	t.Helper()
 	bin, err := b.path()
 	if err != nil {
 		skipOrFail(t, err)
 	}
 	dir := t.TempDir()
-	kubeconfig := filepath.Join(dir, b.name+".kubeconfig")
-	if err := h.WriteKubeconfig(heaven, kubeconfig); err != nil {
-		t.Fatal(err)
+	path, err := kubeconfig(dir)
+	if err != nil {
+		t.Fatalf("%s: %v", b.name, err)
 	}
 	log := filepath.Join(dir, b.name+".log")
-	p, err := startProcess(b.name, bin, log, append([]string{"--kubeconfig=" + kubeconfig}, args...))
+	p, err := startProcess(b.name, bin, log, append([]string{"--kubeconfig=" + path}, args...))
 	if err != nil {
 		t.Fatal(err)
 	}
