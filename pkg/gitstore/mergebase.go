@@ -24,6 +24,14 @@ func (r *Repository) MergeBase(a, b plumbing.Hash) (plumbing.Hash, error) {
 	return bases[0], nil
 }
 
+// MergeBases returns every best common ancestor of commits a and b (`git
+// merge-base --all a b`), the most recent first; none when their histories
+// do not meet. There are several after criss-cross merges: heavens that
+// merge into each other both ways.
+func (r *Repository) MergeBases(a, b plumbing.Hash) ([]plumbing.Hash, error) {
+	return r.mergeBases(a, b)
+}
+
 // IsAncestor says whether commit a is b or one of b's ancestors
 // (`git merge-base --is-ancestor a b`).
 func (r *Repository) IsAncestor(a, b plumbing.Hash) (bool, error) {

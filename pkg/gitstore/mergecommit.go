@@ -19,6 +19,7 @@ import (
 // CommitReader reads any commit of the repository (*Repository).
 type CommitReader interface {
 	MergeBase(a, b plumbing.Hash) (plumbing.Hash, error)
+	MergeBases(a, b plumbing.Hash) ([]plumbing.Hash, error)
 	ChangedKeys(from, to plumbing.Hash) ([]string, error)
 	Values(commit plumbing.Hash, keys []string) (map[string][]byte, error)
 }
@@ -111,32 +112,34 @@ func mergeOnce(ctx context.Context, commits CommitReader, target MergeTarget, so
 	if head.IsZero() {
 		return out, ErrNoTargetHead
 	}
-	var err error
-	if out.Base, err = commits.MergeBase(head, source); err != nil {
+	bases, err := commits.MergeBases(head, source)
+	if err != nil {
 		return out, err
+	}
+	if len(bases) > 0 {
+		out.Base = bases[0]
 	}
 	if out.Base == source {
 		// The source is in the target's history already.
 		out.UpToDate = true
 		return out, nil
 	}
-	keys, err := changedKeys(commits, out.Base, source, opts.Include)
+	keys, err := changedKeys(commits, bases, source, opts.Include)
 	if err != nil || len(keys) == 0 {
 		return out, err
-	}
-	sides := make([]map[string][]byte, 3)
-	for i, c := range []plumbing.Hash{out.Base, head, source} {
-		if c.IsZero() {
-			sides[i] = map[string][]byte{}
-			continue
-		}
-		if sides[i], err = commits.Values(c, keys); err != nil {
-			return out, err
-		}
 	}
 	merger := opts.Merger
 	if merger.Lists, err = schemaListRules(commits, head, source, keys, merger.Lists); err != nil {
 		return out, err
+	}
+	sides := make([]map[string][]byte, 3)
+	if sides[0], err = baseValues(commits, bases, keys, merger); err != nil {
+		return out, err
+	}
+	for i, c := range []plumbing.Hash{head, source} {
+		if sides[i+1], err = commits.Values(c, keys); err != nil {
+			return out, err
+		}
 	}
 	res := merger.MergeTree(sides[0], sides[1], sides[2])
 	out.Conflicts = res.Conflicts
@@ -162,19 +165,71 @@ func mergeOnce(ctx context.Context, commits CommitReader, target MergeTarget, so
 	return out, nil
 }
 
-// changedKeys are the keys source changed since base that merge.
-func changedKeys(commits CommitReader, base, source plumbing.Hash, include func(string) bool) ([]string, error) {
-	keys, err := commits.ChangedKeys(base, source)
-	if err != nil || include == nil {
-		return keys, err
+// changedKeys are the keys source changed since any of bases (all of
+// them without a base) that merge.
+func changedKeys(commits CommitReader, bases []plumbing.Hash, source plumbing.Hash, include func(string) bool) ([]string, error) {
+	if len(bases) == 0 {
+		bases = []plumbing.Hash{plumbing.ZeroHash}
 	}
-	kept := keys[:0]
-	for _, k := range keys {
-		if include(ResourceOf(k)) {
-			kept = append(kept, k)
+	seen := map[string]bool{}
+	var kept []string
+	for _, base := range bases {
+		keys, err := commits.ChangedKeys(base, source)
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range keys {
+			if !seen[k] && (include == nil || include(ResourceOf(k))) {
+				seen[k] = true
+				kept = append(kept, k)
+			}
 		}
 	}
+	slices.Sort(kept)
 	return kept, nil
+}
+
+// baseValues are the values of keys at the merge base: at the one base,
+// or, after criss-cross merges, at a virtual base that merges the bases as
+// git's recursive strategies do (each further base merged into the first
+// from their own merge base, a conflict taking the first's value). With a
+// single one of the bases, an object one base has and the chosen one
+// lacks would look added on both sides, and its fields conflict where only
+// one side changed them.
+func baseValues(commits CommitReader, bases []plumbing.Hash, keys []string, m merge.Merger) (map[string][]byte, error) {
+	if len(bases) == 0 {
+		return map[string][]byte{}, nil
+	}
+	values, err := commits.Values(bases[0], keys)
+	if err != nil {
+		return nil, err
+	}
+	virtual := merge.Merger{Policy: merge.Policy{Default: merge.PreferTarget}, Lists: m.Lists}
+	for _, b := range bases[1:] {
+		inner, err := commits.MergeBase(bases[0], b)
+		if err != nil {
+			return nil, err
+		}
+		innerValues := map[string][]byte{}
+		if !inner.IsZero() {
+			if innerValues, err = commits.Values(inner, keys); err != nil {
+				return nil, err
+			}
+		}
+		other, err := commits.Values(b, keys)
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range keys {
+			v := virtual.Merge(k, innerValues[k], values[k], other[k]).Value
+			if v == nil {
+				delete(values, k)
+			} else {
+				values[k] = v
+			}
+		}
+	}
+	return values, nil
 }
 
 // ResourceOf is the "<group or core>/<resource>" of a store key

@@ -185,3 +185,37 @@ func TestMergeCommitTakesListKeysFromCRDs(t *testing.T) {
 	require.False(t, out.Blocked)
 	assert.JSONEq(t, gadget(2, 3), gitstoretest.Value(t, main, g))
 }
+
+// After criss-cross merges (two heavens that merged each other's earlier
+// heads) there are two best merge bases, each lacking an object the other
+// has. Either alone makes that object look added on both sides, its
+// one-sided edits conflicts; the virtual base that merges them, as git's
+// recursive strategies build it, merges cleanly.
+func TestMergeCommitCrissCrossMergesFromAVirtualBase(t *testing.T) {
+	ctx := context.Background()
+	repo, main, sched := gitstoretest.Pair(t)
+	const pod, cm = "/core/pods/default/p", "/core/configmaps/default/q"
+	gitstoretest.Put(t, main, pod, `{"spec":{"image":"nginx"},"status":{"phase":"Pending"}}`+"\n")
+	m0 := main.Head()
+	gitstoretest.Put(t, sched, cm, `{"data":{"a":"1","b":"1"}}`+"\n")
+	// Each merges the other's head as it was: main sched's, sched main's
+	// before that merge.
+	gitstoretest.MergeInto(t, repo, main, sched, merge.Policy{})
+	_, err := gitstore.MergeCommit(ctx, repo, sched, m0, gitstore.MergeCommitOptions{Message: "merge main"})
+	require.NoError(t, err)
+	bases, err := repo.MergeBases(main.Head(), sched.Head())
+	require.NoError(t, err)
+	require.Len(t, bases, 2, "criss-cross")
+
+	// Each side edits both objects, different fields.
+	gitstoretest.Put(t, main, pod, `{"spec":{"image":"nginx"},"status":{"phase":"Running"}}`+"\n")
+	gitstoretest.Put(t, main, cm, `{"data":{"a":"2","b":"1"}}`+"\n")
+	gitstoretest.Put(t, sched, pod, `{"spec":{"image":"nginx","nodeName":"n1"},"status":{"phase":"Pending"}}`+"\n")
+	gitstoretest.Put(t, sched, cm, `{"data":{"a":"1","b":"2"}}`+"\n")
+
+	out := gitstoretest.MergeInto(t, repo, main, sched, merge.Policy{})
+	require.False(t, out.Blocked, "conflicts: %v", out.Conflicts)
+	assert.Empty(t, out.Conflicts)
+	assert.JSONEq(t, `{"spec":{"image":"nginx","nodeName":"n1"},"status":{"phase":"Running"}}`, gitstoretest.Value(t, main, pod))
+	assert.JSONEq(t, `{"data":{"a":"2","b":"2"}}`, gitstoretest.Value(t, main, cm))
+}

@@ -62,11 +62,6 @@ func (m Merger) Merge(key string, base, target, source []byte) Result {
 		// controller's report on an object its owner deleted, which an API
 		// server would have refused (404) had both been one.
 		return Result{Resolved: true}
-	case base == nil && sameButIdentity(target, source):
-		// Created on both sides alike: the same bootstrap object (a
-		// system PriorityClass, a default ServiceCIDR) that each API server
-		// wrote for itself. Git would call it one file; it is one object.
-		return Result{Value: target, Resolved: true}
 	}
 	x := &merger{policy: m.Policy, lists: m.Lists, key: key, resource: resourceOf(key)}
 	b, t, s := parsePresent(base), parsePresent(target), parsePresent(source)
@@ -76,6 +71,18 @@ func (m Merger) Merge(key string, base, target, source []byte) Result {
 		if c.Resolution == Manual {
 			res.Resolved = false
 		}
+	}
+	if !res.Resolved && base == nil && sameButIdentity(target, source) {
+		// Created on both sides alike: the same bootstrap object (a system
+		// PriorityClass, a default ServiceCIDR) that each API server wrote
+		// for itself. Where the policy leaves its identity to be resolved
+		// by hand, it is one object, the target's.
+		for i := range res.Conflicts {
+			if res.Conflicts[i].Resolution == Manual {
+				res.Conflicts[i].Resolution = PreferTarget
+			}
+		}
+		return Result{Value: target, Conflicts: res.Conflicts, Resolved: true}
 	}
 	if res.Resolved {
 		res.Value = valueBytes(merged, t, s, target, source)

@@ -489,8 +489,9 @@ func TestDeletionFinishedOnOneSide(t *testing.T) {
 
 // TestCreatedOnBothSidesAlike: an object created on both sides that differs
 // only in what the API server assigns on create (a bootstrap object each
-// heaven wrote for itself) merges as the target's, without a conflict;
-// created on both sides with different contents, it still conflicts.
+// heaven wrote for itself) merges as the target's where the policy would
+// leave it to be resolved by hand; created on both sides with different
+// contents, it still conflicts.
 func TestCreatedOnBothSidesAlike(t *testing.T) {
 	const key = "/scheduling.k8s.io/priorityclasses/system-node-critical"
 	target := []byte(`{"kind":"PriorityClass","metadata":{"name":"system-node-critical","uid":"a","creationTimestamp":"2026-11-25T06:42:32Z","resourceVersion":"5","managedFields":[{"manager":"heaven-server","time":"2026-11-25T06:42:32Z"}]},"value":2000001000}` + "\n")
@@ -499,8 +500,15 @@ func TestCreatedOnBothSidesAlike(t *testing.T) {
 	m := Merger{}
 	r := m.Merge(key, nil, target, source)
 	assert.True(t, r.Resolved)
-	assert.Empty(t, r.Conflicts)
 	assert.Equal(t, string(target), string(r.Value))
+	for _, c := range r.Conflicts {
+		assert.Equal(t, PreferTarget, c.Resolution, "%s", c.Path)
+	}
+
+	// A policy that resolves them still decides.
+	r = Merger{Policy: Policy{Default: PreferSource}}.Merge(key, nil, target, source)
+	assert.True(t, r.Resolved)
+	assert.Contains(t, string(r.Value), `"uid":"b"`)
 
 	r = m.Merge(key, nil, target, other)
 	assert.False(t, r.Resolved, "created on both sides with different values")
