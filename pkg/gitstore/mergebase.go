@@ -113,13 +113,38 @@ func (w *ancestryWalk) commit(h plumbing.Hash) (*walkCommit, error) {
 	if c, ok := w.commits[h]; ok {
 		return c, nil
 	}
-	gc, err := object.GetCommit(w.r.git.Storer(), h)
+	hdr, err := w.r.commitHeader(h)
 	if err != nil {
-		return nil, fmt.Errorf("read commit %s: %w", h, err)
+		return nil, err
 	}
-	c := &walkCommit{hash: h, when: gc.Committer.When.Unix(), parents: gc.ParentHashes}
+	c := &walkCommit{hash: h, when: hdr.when, parents: hdr.parents}
 	w.commits[h] = c
 	return c, nil
+}
+
+// commitHeader is what ancestry walks read of a commit.
+type commitHeader struct {
+	when    int64
+	parents []plumbing.Hash
+}
+
+// commitHeader reads commit h's time and parents, from r.headers when a
+// walk read them before: merges walk the same recent history each time.
+func (r *Repository) commitHeader(h plumbing.Hash) (commitHeader, error) {
+	if r.headers != nil {
+		if hdr, ok := r.headers.Get(h); ok {
+			return hdr.(commitHeader), nil
+		}
+	}
+	gc, err := object.GetCommit(r.git.Storer(), h)
+	if err != nil {
+		return commitHeader{}, fmt.Errorf("read commit %s: %w", h, err)
+	}
+	hdr := commitHeader{when: gc.Committer.When.Unix(), parents: gc.ParentHashes}
+	if r.headers != nil {
+		r.headers.Add(h, hdr)
+	}
+	return hdr, nil
 }
 
 func (w *ancestryWalk) push(c *walkCommit) {

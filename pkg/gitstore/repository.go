@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/utils/lru"
+
 	"github.com/go-git/go-git/v5/plumbing"
 	"k8s.io/klog/v2"
 
@@ -71,6 +73,15 @@ type Repository struct {
 	leases *lessor
 	log    klog.Logger
 
+	// read keeps the last files readFiles served (by blob, key and
+	// extension): merges read the same files at their base, both heads and
+	// again at the next merge, and each read decodes and checks the file.
+	// Nil in the Repositories that branches make to read their own commits.
+	read *lru.Cache
+	// headers keeps the time and parents of the commits ancestry walks
+	// (merge bases) read; nil as read is.
+	headers *lru.Cache
+
 	mu       sync.Mutex
 	branches map[string]*Branch
 	closed   bool
@@ -79,6 +90,13 @@ type Repository struct {
 	done chan struct{}
 }
 
+// readFilesCached is how many files' values Repository.read keeps: the
+// objects a few merges of a busy heaven touch, a few MiB.
+const (
+	readFilesCached     = 2048
+	commitHeadersCached = 8192
+)
+
 // Open opens the bare repository at dir, creating it when missing.
 func Open(dir string, opts Options) (*Repository, error) {
 	opts.complete()
@@ -86,7 +104,7 @@ func Open(dir string, opts Options) (*Repository, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Repository{git: git, opts: opts, leases: newLessor(), log: klog.Background().WithValues("repository", dir),
+	r := &Repository{git: git, opts: opts, leases: newLessor(), log: klog.Background().WithValues("repository", dir), read: lru.New(readFilesCached), headers: lru.New(commitHeadersCached),
 		branches: map[string]*Branch{}, stop: make(chan struct{}), done: make(chan struct{})}
 	go r.background()
 	return r, nil

@@ -91,6 +91,13 @@ func (r *Repository) treeOf(commit plumbing.Hash) (plumbing.Hash, error) {
 	return c.TreeHash, nil
 }
 
+// readKey names a value readFiles made: what ReadFile made of a blob at a
+// key, in a file of an extension.
+type readKey struct {
+	blob     plumbing.Hash
+	key, ext string
+}
+
 // readFiles reads value files by stem into values by key, with
 // Options.ReadFile: a commit's files may have been pushed by anyone. Stems
 // that are not keys are skipped; files that can't be served are left out
@@ -104,6 +111,13 @@ func (r *Repository) readFiles(commit plumbing.Hash, files map[string]fileState)
 		if err != nil {
 			continue
 		}
+		cacheKey := readKey{blob: f.blob, key: key, ext: f.ext}
+		if r.read != nil {
+			if v, ok := r.read.Get(cacheKey); ok {
+				out[key] = v.([]byte)
+				continue
+			}
+		}
 		content, err := readBlob(r.git, f.blob)
 		if err != nil {
 			return nil, err
@@ -112,6 +126,9 @@ func (r *Repository) readFiles(commit plumbing.Hash, files map[string]fileState)
 		if err != nil {
 			bad = append(bad, FileProblem{Path: stem + f.ext, Key: key, Commit: commit, Err: err.Error()})
 			continue
+		}
+		if r.read != nil {
+			r.read.Add(cacheKey, v)
 		}
 		out[key] = v
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"testing"
@@ -35,7 +36,8 @@ import (
 //
 //	RESULT ready_s_10=… ready_s_100=… plain_s_10=… plain_s_100=… ratio_10=… ratio_100=…
 //
-// It runs only when HEAVEN_BENCH_HEADLESS is set.
+// It runs only when HEAVEN_BENCH_HEADLESS is set; HEAVEN_BENCH_CPUPROFILE
+// names a file for a CPU profile of heaven-server over the runs.
 func TestBenchHeadless(t *testing.T) {
 	if os.Getenv("HEAVEN_BENCH_HEADLESS") == "" {
 		t.Skip("make bench-headless runs it (HEAVEN_BENCH_HEADLESS=1)")
@@ -59,6 +61,13 @@ func TestBenchHeadless(t *testing.T) {
 		name string
 		kube kubernetes.Interface
 	}{{"headless", headless.Kube("main")}, {"plain", plain.Client()}}
+	if path := os.Getenv("HEAVEN_BENCH_CPUPROFILE"); path != "" {
+		// heaven-server runs in this process: its profile over the runs.
+		f, err := os.Create(path)
+		require.NoError(t, err)
+		require.NoError(t, pprof.StartCPUProfile(f))
+		defer func() { pprof.StopCPUProfile(); f.Close() }()
+	}
 	took := map[string][]float64{}
 	for run := range runs {
 		for _, n := range sizes {
