@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"sync"
 	"testing"
 
 	restful "github.com/emicklei/go-restful/v3"
@@ -128,6 +129,34 @@ func BenchmarkRoutes(b *testing.B) {
 		b.StartTimer()
 		if err := Routes(c); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// Heavens start at once: their containers are shared concurrently (run with
+// -race).
+func TestRoutesConcurrently(t *testing.T) {
+	handle := func(string) restful.RouteFunction { return func(*restful.Request, *restful.Response) {} }
+	var containers []*restful.Container
+	for range 4 {
+		containers = append(containers, container(t, handle))
+	}
+	var wg sync.WaitGroup
+	for _, c := range containers {
+		wg.Go(func() {
+			if err := Routes(c); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	first := containers[0].RegisteredWebServices()[0].Routes()
+	for _, c := range containers[1:] {
+		routes := c.RegisteredWebServices()[0].Routes()
+		for i := range routes {
+			if pathExpr(t, &routes[i]) != pathExpr(t, &first[i]) {
+				t.Errorf("%s: not shared", routes[i].Path)
+			}
 		}
 	}
 }

@@ -74,7 +74,8 @@ func sharePath(v reflect.Value, write bool) error {
 		return fmt.Errorf("%s.tokens is a %s, not a []string", p.Type(), tokens.Type())
 	}
 	if write {
-		p.Set(paths.share(strings.Join(t, "\n"), p))
+		// Keep the pointer, not the field that holds it.
+		p.Set(paths.share(strings.Join(t, "\n"), reflect.ValueOf(p.Interface())))
 	}
 	return nil
 }
