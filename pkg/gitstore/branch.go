@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 	"time"
 
@@ -52,6 +53,7 @@ type Branch struct {
 	pickup          pickupState
 
 	headMu   sync.Mutex   // serialises recordHead
+	note     *os.File     // the head file noteHead rewrites in place; under headMu
 	recorded recordedHead // the head state last written (headstate.go)
 
 	leases     *lessor

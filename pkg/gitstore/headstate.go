@@ -1,6 +1,7 @@
 package gitstore
 
 import (
+	"bytes"
 	"fmt"
 	"strconv"
 	"strings"
@@ -71,6 +72,9 @@ func (b *Branch) readHead() (recordedHead, error) {
 func (b *Branch) recordHead(closed bool) error {
 	b.headMu.Lock()
 	defer b.headMu.Unlock()
+	if closed {
+		defer b.closeNote()
+	}
 	b.mu.RLock() // under headMu: no older head is written after a newer one
 	h := recordedHead{b.head, b.committed, closed}
 	b.mu.RUnlock()
@@ -81,18 +85,52 @@ func (b *Branch) recordHead(closed bool) error {
 }
 
 // noteHead records a commit of ours, at revision rev, before its writes
-// are acknowledged, without fsync. Called by the writer.
+// are acknowledged, without fsync: rewritten in place in the file writeHead
+// replaces, kept open between commits. Called by the writer.
 func (b *Branch) noteHead(commit plumbing.Hash, rev int64) {
 	b.headMu.Lock()
 	defer b.headMu.Unlock()
-	if err := b.git.WriteStateVolatile(b.stateName(headState), headLine(recordedHead{commit: commit, revision: rev})); err != nil {
+	if err := b.writeNote(headLine(recordedHead{commit: commit, revision: rev})); err != nil {
+		b.closeNote()
 		b.log.Error(err, "Noting the branch's head failed; it is recorded every few seconds")
 		return
 	}
 	b.recorded = recordedHead{} // not durable: the next recordHead writes
 }
 
+// noteSize is the size of every note: more than any head line (a hash, a
+// revision, the closed mark), so that a note covers a record writeHead
+// left; the rest is spaces, which readHead skips.
+const noteSize = 96
+
+func (b *Branch) writeNote(line []byte) error {
+	if b.note == nil {
+		f, err := b.git.OpenStateVolatile(b.stateName(headState))
+		if err != nil {
+			return err
+		}
+		b.note = f
+	}
+	record := make([]byte, noteSize)
+	for i := range record {
+		record[i] = ' '
+	}
+	copy(record, bytes.TrimSuffix(line, []byte("\n")))
+	record[noteSize-1] = '\n'
+	_, err := b.note.WriteAt(record, 0)
+	return err
+}
+
+// closeNote closes the file noteHead writes; under headMu.
+func (b *Branch) closeNote() {
+	if b.note != nil {
+		_ = b.note.Close()
+		b.note = nil
+	}
+}
+
 func (b *Branch) writeHead(h recordedHead) error {
+	b.closeNote() // the file is replaced: notes go to the new one
 	if err := b.writeStateBytes(headState, headLine(h)); err != nil {
 		return err
 	}

@@ -414,8 +414,19 @@ func TestEveryCommitIsNoted(t *testing.T) {
 		rev := put(t, b, fmt.Sprintf("/core/cm/default/n%d", i), `{"name":"n"}`)
 		data, err := os.ReadFile(filepath.Join(dir, "heaven", headState, "team-a"))
 		require.NoError(t, err)
-		assert.Equal(t, fmt.Sprintf("%s %d\n", b.Head(), rev), string(data))
+		assert.Equal(t, fmt.Sprintf("%s %d", b.Head(), rev), strings.TrimSpace(string(data)))
+		assert.Len(t, data, noteSize, "a note covers a longer record, whole")
 	}
+	// A durable record (every few seconds, and on close) replaces the file;
+	// notes go on into the new one.
+	require.NoError(t, b.recordHead(false))
+	rev := put(t, b, "/core/cm/default/after", `{"name":"n"}`)
+	data, err := os.ReadFile(filepath.Join(dir, "heaven", headState, "team-a"))
+	require.NoError(t, err)
+	assert.Equal(t, fmt.Sprintf("%s %d", b.Head(), rev), strings.TrimSpace(string(data)))
+	rec, err := b.readHead()
+	require.NoError(t, err)
+	assert.Equal(t, recordedHead{commit: b.Head(), revision: rev}, rec, "a note reads as a record")
 }
 
 // openTeamA opens the repository at dir (closed with the test, or before)

@@ -21,18 +21,19 @@ func (r *Repo) WriteState(name string, data []byte) error {
 	return writeFileDurable(path, data)
 }
 
-// WriteStateVolatile replaces the state file name atomically, without
-// syncing: what it writes outlives the process (kill -9), not the machine.
-func (r *Repo) WriteStateVolatile(name string, data []byte) error {
+// OpenStateVolatile opens state file name to be rewritten in place, without
+// syncing, creating it (and its directory) when missing: for a record
+// rewritten at every commit, where creating and renaming a file each time
+// costs more than the commit. Each rewrite is one WriteAt at offset 0 of
+// a record of one fixed size, longer than whatever WriteState put there: a
+// write that small, inside one page, outlives the process (kill -9) whole or
+// not at all. WriteState replaces the file (a new inode): reopen after it.
+func (r *Repo) OpenStateVolatile(name string) (*os.File, error) {
 	path := filepath.Join(r.dir, stateDir, filepath.FromSlash(name))
 	if err := mkdirAllDurable(r.dir, filepath.Dir(path)); err != nil {
-		return err
+		return nil, err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
 }
 
 // ReadState returns the state file name, or nil when there is none.
