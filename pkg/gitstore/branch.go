@@ -25,6 +25,7 @@ import (
 type Branch struct {
 	name string
 	ref  plumbing.ReferenceName
+	repo *Repository // reads commits (with its caches)
 	git  *gitrepo.Repo
 	opts Options
 	log  klog.Logger
@@ -66,18 +67,19 @@ type Branch struct {
 	done       chan struct{}
 }
 
-func openBranch(ctx context.Context, git *gitrepo.Repo, name string, leases *lessor, opts Options) (*Branch, error) {
+func openBranch(ctx context.Context, repo *Repository, name string) (*Branch, error) {
 	b := &Branch{
 		name:     name,
 		ref:      plumbing.NewBranchReferenceName(name),
-		git:      git,
-		opts:     opts,
+		repo:     repo,
+		git:      repo.git,
+		opts:     repo.opts,
 		log:      klog.FromContext(ctx).WithValues("branch", name),
 		x:        newIndex(),
 		changed:  make(chan struct{}),
 		chain:    map[plumbing.Hash]int64{},
 		problems: problemSet{},
-		leases:   leases,
+		leases:   repo.leases,
 		reqs:     make(chan *writeRequest, 1024),
 		kick:     make(chan struct{}, 1),
 		stop:     make(chan struct{}),

@@ -111,13 +111,8 @@ func (b *Branch) writeNote(line []byte) error {
 		}
 		b.note = f
 	}
-	record := make([]byte, noteSize)
-	for i := range record {
-		record[i] = ' '
-	}
-	copy(record, bytes.TrimSuffix(line, []byte("\n")))
-	record[noteSize-1] = '\n'
-	_, err := b.note.WriteAt(record, 0)
+	record := fmt.Sprintf("%-*s\n", noteSize-1, bytes.TrimSuffix(line, []byte("\n")))
+	_, err := b.note.WriteAt([]byte(record), 0)
 	return err
 }
 

@@ -52,7 +52,7 @@ func (b *Branch) Log(from plumbing.Hash, limit int, keyPrefix string) (entries [
 		}
 		var parentTree plumbing.Hash
 		if !next.IsZero() {
-			if parentTree, err = (&Repository{git: b.git}).treeOf(next); err != nil {
+			if parentTree, err = b.repo.treeOf(next); err != nil {
 				return nil, plumbing.ZeroHash, err
 			}
 		}

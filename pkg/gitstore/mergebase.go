@@ -131,19 +131,15 @@ type commitHeader struct {
 // commitHeader reads commit h's time and parents, from r.headers when a
 // walk read them before: merges walk the same recent history each time.
 func (r *Repository) commitHeader(h plumbing.Hash) (commitHeader, error) {
-	if r.headers != nil {
-		if hdr, ok := r.headers.Get(h); ok {
-			return hdr.(commitHeader), nil
-		}
+	if hdr, ok := r.headers.Get(h); ok {
+		return hdr.(commitHeader), nil
 	}
 	gc, err := object.GetCommit(r.git.Storer(), h)
 	if err != nil {
 		return commitHeader{}, fmt.Errorf("read commit %s: %w", h, err)
 	}
 	hdr := commitHeader{when: gc.Committer.When.Unix(), parents: gc.ParentHashes}
-	if r.headers != nil {
-		r.headers.Add(h, hdr)
-	}
+	r.headers.Add(h, hdr)
 	return hdr, nil
 }
 

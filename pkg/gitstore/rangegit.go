@@ -27,7 +27,7 @@ func (b *Branch) RangeCompacted(r *RangeRequest) (*RangeResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrCompacted, err) // before the first commit
 	}
-	resp, err := (&Repository{git: b.git, opts: b.opts}).RangeCommit(commit, r.Revision, r)
+	resp, err := b.repo.RangeCommit(commit, r.Revision, r)
 	if err == nil {
 		resp.Revision = b.Revision()
 	}

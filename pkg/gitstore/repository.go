@@ -76,10 +76,9 @@ type Repository struct {
 	// read keeps the last files readFiles served (by blob, key and
 	// extension): merges read the same files at their base, both heads and
 	// again at the next merge, and each read decodes and checks the file.
-	// Nil in the Repositories that branches make to read their own commits.
 	read *lru.Cache
 	// headers keeps the time and parents of the commits ancestry walks
-	// (merge bases) read; nil as read is.
+	// (merge bases) read.
 	headers *lru.Cache
 
 	mu       sync.Mutex
@@ -90,8 +89,8 @@ type Repository struct {
 	done chan struct{}
 }
 
-// readFilesCached is how many files' values Repository.read keeps: the
-// objects a few merges of a busy heaven touch, a few MiB.
+// How many entries Repository.read and Repository.headers keep: the
+// objects and recent history a few merges of a busy heaven touch, a few MiB.
 const (
 	readFilesCached     = 2048
 	commitHeadersCached = 8192
@@ -206,7 +205,7 @@ func (r *Repository) Branch(ctx context.Context, name string) (*Branch, error) {
 	if b, ok := r.branches[name]; ok {
 		return b, nil
 	}
-	b, err := openBranch(ctx, r.git, name, r.leases, r.opts)
+	b, err := openBranch(ctx, r, name)
 	if err != nil {
 		return nil, err
 	}

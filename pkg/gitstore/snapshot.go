@@ -112,11 +112,9 @@ func (r *Repository) readFiles(commit plumbing.Hash, files map[string]fileState)
 			continue
 		}
 		cacheKey := readKey{blob: f.blob, key: key, ext: f.ext}
-		if r.read != nil {
-			if v, ok := r.read.Get(cacheKey); ok {
-				out[key] = v.([]byte)
-				continue
-			}
+		if v, ok := r.read.Get(cacheKey); ok {
+			out[key] = v.([]byte)
+			continue
 		}
 		content, err := readBlob(r.git, f.blob)
 		if err != nil {
@@ -127,9 +125,7 @@ func (r *Repository) readFiles(commit plumbing.Hash, files map[string]fileState)
 			bad = append(bad, FileProblem{Path: stem + f.ext, Key: key, Commit: commit, Err: err.Error()})
 			continue
 		}
-		if r.read != nil {
-			r.read.Add(cacheKey, v)
-		}
+		r.read.Add(cacheKey, v)
 		out[key] = v
 	}
 	if len(bad) > 0 {

@@ -17,7 +17,7 @@ import (
 func container(t *testing.T, handle func(string) restful.RouteFunction) *restful.Container {
 	t.Helper()
 	ws := new(restful.WebService).Path("/api/v1")
-	ok := map[int]restful.ResponseError{200: {Code: 200, Message: "OK"}}
+	ok := map[int]restful.ResponseError{200: {Code: 200, Message: "OK"}, 404: {Code: 404, Message: "Not Found"}, 409: {Code: 409, Message: "Conflict"}}
 	for _, path := range []string{"/namespaces/{namespace}/configmaps/{name}", "/namespaces/{namespace}/secrets/{id}"} {
 		rb := ws.GET(path).To(handle(path)).
 			Param(ws.PathParameter("namespace", "object name and auth scope")).

@@ -2,7 +2,9 @@ package intern
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -23,6 +25,8 @@ var (
 // the routes are installed and before c serves: it writes the routes
 // without go-restful's locks.
 func Routes(c *restful.Container) error {
+	// Check the whole layout before writing anything.
+	var found []path
 	for _, ws := range c.RegisteredWebServices() {
 		wsv := reflect.ValueOf(ws).Elem()
 		routes, err := field(wsv, "routes")
@@ -32,52 +36,63 @@ func Routes(c *restful.Container) error {
 		if routes.Kind() != reflect.Slice || routes.Type().Elem() != reflect.TypeFor[restful.Route]() {
 			return fmt.Errorf("restful.WebService.routes is a %s, not a []restful.Route", routes.Type())
 		}
-		// Check the whole layout before writing anything.
-		if err := sharePath(wsv, false); err != nil {
-			return err
-		}
+		holders := []reflect.Value{wsv}
 		for i := range routes.Len() {
-			if err := sharePath(routes.Index(i), false); err != nil {
+			holders = append(holders, routes.Index(i))
+		}
+		for _, h := range holders {
+			p, err := pathOf(h)
+			if err != nil {
 				return err
 			}
+			if p.field.IsValid() {
+				found = append(found, p)
+			}
 		}
-		_ = sharePath(wsv, true)
+	}
+	for _, p := range found {
+		// Keep the pointer, not the field that holds it.
+		p.field.Set(paths.share(p.key, reflect.ValueOf(p.field.Interface())))
+	}
+	for _, ws := range c.RegisteredWebServices() {
+		routes, _ := field(reflect.ValueOf(ws).Elem(), "routes") // checked above
 		for i := range routes.Len() {
-			r := routes.Index(i)
-			_ = sharePath(r, true)
-			shareDocs(r.Addr().Interface().(*restful.Route))
+			shareDocs(routes.Index(i).Addr().Interface().(*restful.Route))
 		}
 	}
 	return nil
 }
 
-// sharePath replaces v's field pathExpr by the equal one kept, if write;
-// else it only checks that it can.
-func sharePath(v reflect.Value, write bool) error {
+// path is a compiled path of a route or web service: the field that holds
+// it and the key it is shared by.
+type path struct {
+	field reflect.Value
+	key   string
+}
+
+// pathOf finds the field pathExpr of v (a web service or a route) and its
+// key; no field when it holds nil.
+func pathOf(v reflect.Value) (path, error) {
 	p, err := field(v, "pathExpr")
 	if err != nil {
-		return err
+		return path{}, err
 	}
 	if p.Kind() != reflect.Pointer || p.Type().Elem().Kind() != reflect.Struct {
-		return fmt.Errorf("%s.pathExpr is a %s, not a pointer to a struct", v.Type(), p.Type())
+		return path{}, fmt.Errorf("%s.pathExpr is a %s, not a pointer to a struct", v.Type(), p.Type())
 	}
 	if p.IsNil() {
-		return nil
+		return path{}, nil
 	}
 	// The template's tokens make all of it.
 	tokens, err := field(p.Elem(), "tokens")
 	if err != nil {
-		return err
+		return path{}, err
 	}
 	t, ok := tokens.Interface().([]string)
 	if !ok {
-		return fmt.Errorf("%s.tokens is a %s, not a []string", p.Type(), tokens.Type())
+		return path{}, fmt.Errorf("%s.tokens is a %s, not a []string", p.Type(), tokens.Type())
 	}
-	if write {
-		// Keep the pointer, not the field that holds it.
-		p.Set(paths.share(strings.Join(t, "\n"), reflect.ValueOf(p.Interface())))
-	}
-	return nil
+	return path{field: p, key: strings.Join(t, "\n")}, nil
 }
 
 // shareDocs replaces r's documentation by equal documentation kept.
@@ -93,15 +108,16 @@ func shareDocs(r *restful.Route) {
 		r.ParameterDocs = docs.share(key.String(), reflect.ValueOf(r.ParameterDocs)).Interface().([]*restful.Parameter)
 	}
 	if len(r.ResponseErrors) > 0 {
+		// In key order: equal maps must make equal keys.
 		var key strings.Builder
-		for code, e := range r.ResponseErrors {
-			fmt.Fprintf(&key, "%d %s\n", code, e.Message)
+		for _, code := range slices.Sorted(maps.Keys(r.ResponseErrors)) {
+			fmt.Fprintf(&key, "%d %s\n", code, r.ResponseErrors[code].Message)
 		}
 		r.ResponseErrors = responses.share(key.String(), reflect.ValueOf(r.ResponseErrors)).Interface().(map[int]restful.ResponseError)
 	}
 	if len(r.Metadata) > 0 {
 		var key strings.Builder
-		for k := range r.Metadata {
+		for _, k := range slices.Sorted(maps.Keys(r.Metadata)) {
 			key.WriteString(k + "\n")
 		}
 		r.Metadata = metadata.share(key.String(), reflect.ValueOf(r.Metadata)).Interface().(map[string]interface{})

@@ -13,7 +13,7 @@ import (
 // shown if the test fails.
 func (h *HeavenServer) RunKubeControllerManager(t testing.TB, heaven string, args ...string) {
 	t.Helper()
-	runComponent(t, kubeControllerManager, h.kubeconfigOf(heaven), append([]string{
+	runComponent(t, kubeControllerManager, h.kubeconfigFile(t, heaven), append([]string{
 		"--controllers=*",
 		"--leader-elect=false",
 		"--secure-port=0",
@@ -29,17 +29,17 @@ func (h *HeavenServer) RunKubeControllerManager(t testing.TB, heaven string, arg
 // RunKubeControllerManager runs kube-controller-manager.
 func (h *HeavenServer) RunKubeScheduler(t testing.TB, heaven string, args ...string) {
 	t.Helper()
-	runKubeScheduler(t, h.kubeconfigOf(heaven), args)
+	runKubeScheduler(t, h.kubeconfigFile(t, heaven), args)
 }
 
 // RunKubeScheduler runs the real kube-scheduler against c, as
 // HeavenServer.RunKubeScheduler does against a heaven.
 func (c *Cluster) RunKubeScheduler(t testing.TB, args ...string) {
 	t.Helper()
-	runKubeScheduler(t, c.kubeconfig, args)
+	runKubeScheduler(t, c.Kubeconfig, args)
 }
 
-func runKubeScheduler(t testing.TB, kubeconfig func(dir string) (string, error), args []string) {
+func runKubeScheduler(t testing.TB, kubeconfig string, args []string) {
 	t.Helper()
 	runComponent(t, kubeScheduler, kubeconfig, append([]string{
 		"--leader-elect=false",
@@ -59,17 +59,17 @@ const KwokNodeAnnotation = "kwok.x-k8s.io/node"
 // file `make kwok` writes next to it.
 func (h *HeavenServer) RunKwok(t testing.TB, heaven string, args ...string) {
 	t.Helper()
-	runKwok(t, h.kubeconfigOf(heaven), args)
+	runKwok(t, h.kubeconfigFile(t, heaven), args)
 }
 
 // RunKwok runs kwok against c, as HeavenServer.RunKwok does against a
 // heaven.
 func (c *Cluster) RunKwok(t testing.TB, args ...string) {
 	t.Helper()
-	runKwok(t, c.kubeconfig, args)
+	runKwok(t, c.Kubeconfig, args)
 }
 
-func runKwok(t testing.TB, kubeconfig func(dir string) (string, error), args []string) {
+func runKwok(t testing.TB, kubeconfig string, args []string) {
 	t.Helper()
 	bin, err := kwok.path()
 	if err != nil {
@@ -84,33 +84,28 @@ func runKwok(t testing.TB, kubeconfig func(dir string) (string, error), args []s
 	}, args...))
 }
 
-// kubeconfigOf returns a function that writes a kubeconfig of heaven into
-// a directory and returns its path.
-func (h *HeavenServer) kubeconfigOf(heaven string) func(dir string) (string, error) {
-	return func(dir string) (string, error) {
-		path := filepath.Join(dir, heaven+".kubeconfig")
-		return path, h.WriteKubeconfig(heaven, path)
+// kubeconfigFile writes a kubeconfig of heaven into a directory of the
+// test and returns its path.
+func (h *HeavenServer) kubeconfigFile(t testing.TB, heaven string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), heaven+".kubeconfig")
+	if err := h.WriteKubeconfig(heaven, path); err != nil {
+		t.Fatal(err)
 	}
+	return path
 }
 
-// kubeconfig is the cluster's admin kubeconfig, wherever dir is.
-func (c *Cluster) kubeconfig(string) (string, error) { return c.Kubeconfig, nil }
-
-// runComponent runs binary b, with the kubeconfig that kubeconfig writes
-// into a directory of the test, until the test ends.
-func runComponent(t testing.TB, b binary, kubeconfig func(dir string) (string, error), args []string) {
+// runComponent runs binary b against the API server of kubeconfig until
+// the test ends.
+func runComponent(t testing.TB, b binary, kubeconfig string, args []string) {
 	t.Helper()
 	bin, err := b.path()
 	if err != nil {
 		skipOrFail(t, err)
 	}
 	dir := t.TempDir()
-	path, err := kubeconfig(dir)
-	if err != nil {
-		t.Fatalf("%s: %v", b.name, err)
-	}
 	log := filepath.Join(dir, b.name+".log")
-	p, err := startProcess(b.name, bin, log, append([]string{"--kubeconfig=" + path}, args...))
+	p, err := startProcess(b.name, bin, log, append([]string{"--kubeconfig=" + kubeconfig}, args...))
 	if err != nil {
 		t.Fatal(err)
 	}
