@@ -80,7 +80,7 @@ help:
 	@echo "make test-helm              the Helm SDK installs, upgrades and uninstalls test/helm/shop in a heaven (hack/helm)"
 	@echo "make kwok                   build kwok (the headless cluster test's node agent) from hack/kwok into .cache/bin"
 	@echo "make krew                   the kubectl-heaven archive and krew manifest in dist/"
-	@echo "make generate               regenerate the history.heaven.dev API's deep copies and OpenAPI definitions"
+	@echo "make generate               regenerate the APIs' deep copies, history.heaven.dev's OpenAPI, heaven.dev's clientset, listers and informers (pkg/generated)"
 	@echo "make kube-binaries          build kube-apiserver, kube-controller-manager and kube-scheduler $(KUBE_VERSION) from hack/kube into .cache/bin"
 	@echo "make image                  build the syncer's container image $(SYNCER_IMAGE) (needs docker)"
 	@echo "make clean                  remove bin/ and .cache/ (not the data in $(DATA_DIR))"
@@ -180,11 +180,16 @@ $(KUBECTL): $(TOOLS_MOD) hack/tools/kubectl/main.go
 	cd hack/tools && $(GO) build -ldflags "$(KUBECTL_LDFLAGS)" -o $@ ./kubectl
 
 # Generated code of the history.heaven.dev API (deep copies, OpenAPI
-# definitions and model names), from k8s.io/code-generator and
-# k8s.io/kube-openapi at the versions go.mod pins.
+# definitions and model names) and of the heaven.dev API (deep copies, and
+# its typed clientset, listers and informers in pkg/generated), from
+# k8s.io/code-generator and k8s.io/kube-openapi at the versions go.mod pins.
 KUBE_OPENAPI_VERSION = $(shell $(GO) list -m -f '{{.Version}}' k8s.io/kube-openapi)
 CODE_GENERATOR_VERSION = $(shell $(GO) list -m -f '{{.Version}}' k8s.io/apimachinery)
+MODULE := github.com/heaven-dev/heaven
 HISTORY_API := ./pkg/apis/history/v1alpha1
+HEAVEN_API := ./pkg/apis/heaven/v1alpha1
+GENERATED := pkg/generated
+CODE_GENERATOR := k8s.io/code-generator/cmd
 generate:
 	$(GO) run k8s.io/code-generator/cmd/deepcopy-gen@$(CODE_GENERATOR_VERSION) \
 		--output-file zz_generated.deepcopy.go --go-header-file hack/boilerplate.go.txt $(HISTORY_API)
@@ -195,6 +200,21 @@ generate:
 		--readonly-pkg k8s.io/apimachinery/pkg/apis/meta/v1 --readonly-pkg k8s.io/apimachinery/pkg/runtime \
 		--readonly-pkg k8s.io/apimachinery/pkg/version \
 		k8s.io/apimachinery/pkg/apis/meta/v1 k8s.io/apimachinery/pkg/runtime k8s.io/apimachinery/pkg/version $(HISTORY_API)
+	$(GO) run $(CODE_GENERATOR)/deepcopy-gen@$(CODE_GENERATOR_VERSION) \
+		--output-file zz_generated.deepcopy.go --go-header-file hack/boilerplate.go.txt $(HEAVEN_API)
+	rm -rf $(GENERATED)
+	$(GO) run $(CODE_GENERATOR)/client-gen@$(CODE_GENERATOR_VERSION) \
+		--clientset-name versioned --input-base $(MODULE)/pkg/apis --input heaven/v1alpha1 \
+		--output-dir $(GENERATED)/clientset --output-pkg $(MODULE)/$(GENERATED)/clientset \
+		--go-header-file hack/boilerplate.go.txt
+	$(GO) run $(CODE_GENERATOR)/lister-gen@$(CODE_GENERATOR_VERSION) \
+		--output-dir $(GENERATED)/listers --output-pkg $(MODULE)/$(GENERATED)/listers \
+		--go-header-file hack/boilerplate.go.txt $(HEAVEN_API)
+	$(GO) run $(CODE_GENERATOR)/informer-gen@$(CODE_GENERATOR_VERSION) \
+		--versioned-clientset-package $(MODULE)/$(GENERATED)/clientset/versioned \
+		--listers-package $(MODULE)/$(GENERATED)/listers \
+		--output-dir $(GENERATED)/informers --output-pkg $(MODULE)/$(GENERATED)/informers \
+		--go-header-file hack/boilerplate.go.txt $(HEAVEN_API)
 
 # The plugin's archive and krew manifest for this machine's platform, in
 # dist/: kubectl krew install --manifest=dist/heaven.yaml --archive=dist/kubectl-heaven.tar.gz

@@ -10,6 +10,10 @@ var AutomatedMergesResource = SchemeGroupVersion.WithResource("automatedmerges")
 // AutomatedMergeKind is the kind of AutomatedMerge objects.
 const AutomatedMergeKind = "AutomatedMerge"
 
+// +genclient
+// +genclient:nonNamespaced
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
 // AutomatedMerge merges the branches of source heavens into a target heaven
 // with a three-way merge of objects, field by field, from their git merge
 // base: each merge is one merge commit on the target's branch.
@@ -18,6 +22,15 @@ type AutomatedMerge struct {
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 	Spec              AutomatedMergeSpec   `json:"spec,omitempty"`
 	Status            AutomatedMergeStatus `json:"status,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// AutomatedMergeList is a list of AutomatedMerges.
+type AutomatedMergeList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []AutomatedMerge `json:"items"`
 }
 
 // AutomatedMergeSpec says what merges into what, when, and how conflicts

@@ -12,6 +12,13 @@ import (
 // SyncTargetsResource is the resource of SyncTarget objects.
 var SyncTargetsResource = SchemeGroupVersion.WithResource("synctargets")
 
+// SyncTargetKind is the kind of SyncTarget objects.
+const SyncTargetKind = "SyncTarget"
+
+// +genclient
+// +genclient:nonNamespaced
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
 // SyncTarget is a physical cluster that a heaven drives. SyncTargets live in
 // the root heaven (cluster-scoped), where heaven-server's cluster controller
 // watches them; spec.heaven names the heaven whose objects are synced. A
@@ -26,6 +33,15 @@ type SyncTarget struct {
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 	Spec              SyncTargetSpec   `json:"spec,omitempty"`
 	Status            SyncTargetStatus `json:"status,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// SyncTargetList is a list of SyncTargets.
+type SyncTargetList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []SyncTarget `json:"items"`
 }
 
 // SyncTargetSpec says which heaven is synced, how to reach the physical

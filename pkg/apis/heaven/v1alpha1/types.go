@@ -1,22 +1,18 @@
-// Package v1alpha1 is the heaven.dev/v1alpha1 API: the objects through which
-// heaven-server is configured, served as CRDs (config/crds) in the root
-// heaven. Controllers read and write them as unstructured objects and
-// convert with runtime.DefaultUnstructuredConverter.
 package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 )
-
-// GroupName is the API group of Heaven's own types.
-const GroupName = "heaven.dev"
-
-// SchemeGroupVersion is heaven.dev/v1alpha1.
-var SchemeGroupVersion = schema.GroupVersion{Group: GroupName, Version: "v1alpha1"}
 
 // HeavensResource is the resource of Heaven objects.
 var HeavensResource = SchemeGroupVersion.WithResource("heavens")
+
+// HeavenKind is the kind of Heaven objects.
+const HeavenKind = "Heaven"
+
+// +genclient
+// +genclient:nonNamespaced
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
 // Heaven is a logical cluster: a Kubernetes API at /clusters/<name> whose
 // objects live on the git branch <name>.
@@ -25,6 +21,15 @@ type Heaven struct {
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 	Spec              HeavenSpec   `json:"spec,omitempty"`
 	Status            HeavenStatus `json:"status,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// HeavenList is a list of Heavens.
+type HeavenList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Heaven `json:"items"`
 }
 
 // HeavenSpec says where a heaven's data comes from and what happens to it
