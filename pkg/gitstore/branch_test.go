@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -474,4 +475,68 @@ func TestCommitsAreAuthoredByWhoAsked(t *testing.T) {
 		assert.ElementsMatch(t, keys, got, "commits of %q: %v", author, commits[author])
 	}
 	git(t, dir, "fsck", "--strict")
+}
+
+func TestWatchFunc(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// end ends the watch: returns whether deliver saw a context end.
+		end func(w *Watcher, cancel context.CancelFunc, refuse *atomic.Bool)
+	}{
+		{"closed", func(w *Watcher, _ context.CancelFunc, _ *atomic.Bool) { w.Close() }},
+		{"caller's context ends", func(_ *Watcher, cancel context.CancelFunc, _ *atomic.Bool) { cancel() }},
+		{"deliver refuses", func(_ *Watcher, _ context.CancelFunc, refuse *atomic.Bool) { refuse.Store(true) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, b, _ := openTestBranch(t)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			got := make(chan WatchResponse, 100)
+			ended := make(chan *Watcher, 2)
+			var refuse atomic.Bool
+			deliver := func(_ context.Context, r WatchResponse) bool {
+				if refuse.Load() {
+					return false
+				}
+				got <- r
+				return true
+			}
+			w, err := b.WatchFunc(ctx, WatchRequest{Key: "/w/", End: "/w0", ProgressEvery: 50 * time.Millisecond}, deliver, func(w *Watcher) { ended <- w })
+			require.NoError(t, err)
+			require.Nil(t, w.Responses())
+			r1 := put(t, b, "/w/a", "1")
+			put(t, b, "/other", "x")
+			r3 := put(t, b, "/w/b", "2")
+
+			var events []Event
+			progress := false
+			for deadline := time.After(10 * time.Second); len(events) < 2 || !progress; {
+				select {
+				case r := <-got:
+					events = append(events, r.Events...)
+					progress = progress || (r.Progress && r.Revision >= r3)
+				case <-deadline:
+					t.Fatalf("got %d events (want 2) and progress %v", len(events), progress)
+				}
+			}
+			require.Equal(t, r1, events[0].KV.ModRevision)
+			require.Equal(t, r3, events[1].KV.ModRevision)
+
+			tc.end(w, cancel, &refuse)
+			if tc.name == "deliver refuses" {
+				put(t, b, "/w/c", "3") // something to refuse
+			}
+			select {
+			case e := <-ended:
+				require.Same(t, w, e)
+			case <-time.After(10 * time.Second):
+				t.Fatal("the watch did not end")
+			}
+			select {
+			case <-ended:
+				t.Fatal("ended called twice")
+			case <-time.After(100 * time.Millisecond):
+			}
+		})
+	}
 }

@@ -3,6 +3,7 @@ package gitstore
 import (
 	"context"
 	"sync"
+	"time"
 )
 
 // WatchRequest selects what a watcher sees: keys as in RangeRequest.
@@ -13,6 +14,9 @@ type WatchRequest struct {
 	PrevKV        bool
 	NoPut         bool
 	NoDelete      bool
+	// ProgressEvery, if set, asks for a progress response at this
+	// interval, as RequestProgress does.
+	ProgressEvery time.Duration
 }
 
 // WatchResponse is one delivery: events of one or more whole revisions in
@@ -46,6 +50,13 @@ type Watcher struct {
 	progress bool // a progress response is owed
 	wake     chan struct{}
 
+	// deliver, when set, takes each response in place of out (WatchFunc);
+	// ended is then called once the watch has ended.
+	deliver func(context.Context, WatchResponse) bool
+	ended   func(*Watcher)
+	// progressEvery owes a progress response at each tick (0: never).
+	progressEvery time.Duration
+
 	cancel context.CancelFunc
 	ctx    context.Context
 }
@@ -56,6 +67,20 @@ const watchBatchRevisions = 256
 // Watch starts a watcher. A StartRevision older than the compaction point
 // yields one response with CompactRevision set, then the channel closes.
 func (b *Branch) Watch(ctx context.Context, r WatchRequest) (*Watcher, error) {
+	return b.watch(ctx, r, &Watcher{out: make(chan WatchResponse, 16)})
+}
+
+// WatchFunc is Watch with each response handed to deliver, in order, in
+// the watcher's own goroutine, instead of sent on Responses: a consumer
+// that passes responses on needs no goroutine of its own (a heaven has a
+// watch per informer). deliver gets the watch's context, which ends with
+// the watch, and returns false to end it. ended is called once, after the
+// last deliver, in the watcher's goroutine.
+func (b *Branch) WatchFunc(ctx context.Context, r WatchRequest, deliver func(context.Context, WatchResponse) bool, ended func(*Watcher)) (*Watcher, error) {
+	return b.watch(ctx, r, &Watcher{deliver: deliver, ended: ended})
+}
+
+func (b *Branch) watch(ctx context.Context, r WatchRequest, w *Watcher) (*Watcher, error) {
 	if r.Key == "" {
 		return nil, ErrEmptyKey
 	}
@@ -65,9 +90,9 @@ func (b *Branch) Watch(ctx context.Context, r WatchRequest) (*Watcher, error) {
 	if closed != nil {
 		return nil, closed
 	}
-	wctx, cancel := context.WithCancel(ctx)
-	w := &Watcher{b: b, req: r, out: make(chan WatchResponse, 16), next: r.StartRevision,
-		wake: make(chan struct{}, 1), ctx: wctx, cancel: cancel}
+	w.b, w.req, w.next, w.progressEvery = b, r, r.StartRevision, r.ProgressEvery
+	w.wake = make(chan struct{}, 1)
+	w.ctx, w.cancel = context.WithCancel(ctx)
 	if w.next == 0 {
 		w.next = committed + 1
 	}
@@ -75,7 +100,7 @@ func (b *Branch) Watch(ctx context.Context, r WatchRequest) (*Watcher, error) {
 	return w, nil
 }
 
-// Responses is closed when the watch ends.
+// Responses is closed when the watch ends; nil for a WatchFunc watcher.
 func (w *Watcher) Responses() <-chan WatchResponse { return w.out }
 
 // RequestProgress asks for a Progress response, delivered after every event
@@ -94,7 +119,21 @@ func (w *Watcher) RequestProgress() {
 func (w *Watcher) Close() { w.cancel() }
 
 func (w *Watcher) run() {
-	defer close(w.out)
+	defer func() {
+		w.cancel()
+		if w.out != nil {
+			close(w.out)
+		}
+		if w.ended != nil {
+			w.ended(w)
+		}
+	}()
+	var tick <-chan time.Time
+	if w.progressEvery > 0 {
+		t := time.NewTicker(w.progressEvery)
+		defer t.Stop()
+		tick = t.C
+	}
 	for {
 		resp, changed, ok := w.collect()
 		if !ok {
@@ -112,6 +151,10 @@ func (w *Watcher) run() {
 		select {
 		case <-changed:
 		case <-w.wake:
+		case <-tick:
+			w.mu.Lock()
+			w.progress = true
+			w.mu.Unlock()
 		case <-w.ctx.Done():
 			return
 		}
@@ -119,6 +162,9 @@ func (w *Watcher) run() {
 }
 
 func (w *Watcher) send(r WatchResponse) bool {
+	if w.deliver != nil {
+		return w.deliver(w.ctx, r)
+	}
 	select {
 	case w.out <- r:
 		return true

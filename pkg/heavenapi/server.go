@@ -55,6 +55,9 @@ type Server struct {
 
 // New builds the heaven's API server; Start runs it.
 func New(c Config) (*Server, error) {
+	if err := setFeatureDefaults(); err != nil {
+		return nil, fmt.Errorf("heaven %s: feature gates: %w", c.Name, err)
+	}
 	loopback := c.sharedLoopback()
 	c.Loopback = loopback.config
 	b, err := c.build()
@@ -326,6 +329,9 @@ func (c Config) build() (*built, error) {
 	}
 	if err := intern.Routes(s.Handler.GoRestfulContainer); err != nil {
 		klog.ErrorS(err, "Heaven keeps its own copy of its routes", "heaven", c.Name)
+	}
+	if err := intern.DropPathStacks(s.Handler.NonGoRestfulMux); err != nil {
+		klog.ErrorS(err, "Heaven keeps the stacks of its paths' registrations", "heaven", c.Name)
 	}
 	return &built{server: s, run: prepared.RunWithContext, kube: kube, tokens: tokenReviews}, nil
 }

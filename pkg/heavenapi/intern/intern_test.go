@@ -10,22 +10,34 @@ import (
 	restful "github.com/emicklei/go-restful/v3"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/mutating"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/validating"
+	"k8s.io/apiserver/pkg/server/mux"
 )
 
-// container builds what an API server installs for one resource: the same
-// paths, parameters and responses each time, in new objects.
+type configMap struct{ Data map[string]string }
+type secret struct{ Data map[string][]byte }
+
+// container builds what an API server installs for two resources: the same
+// paths, parameters and responses each time, in new objects. The routes'
+// responses have the same codes and messages but each its own model, and
+// their metadata the same keys but each its own kind, as upstream's do.
 func container(t *testing.T, handle func(string) restful.RouteFunction) *restful.Container {
 	t.Helper()
 	ws := new(restful.WebService).Path("/api/v1")
-	ok := map[int]restful.ResponseError{200: {Code: 200, Message: "OK"}, 404: {Code: 404, Message: "Not Found"}, 409: {Code: 409, Message: "Conflict"}}
-	for _, path := range []string{"/namespaces/{namespace}/configmaps/{name}", "/namespaces/{namespace}/secrets/{id}"} {
-		rb := ws.GET(path).To(handle(path)).
+	ok := map[int]string{200: "OK", 404: "Not Found", 409: "Conflict"}
+	for _, r := range []struct {
+		path, kind string
+		model      any
+	}{
+		{"/namespaces/{namespace}/configmaps/{name}", "ConfigMap", &configMap{}},
+		{"/namespaces/{namespace}/secrets/{id}", "Secret", &secret{}},
+	} {
+		rb := ws.GET(r.path).To(handle(r.path)).
 			Param(ws.PathParameter("namespace", "object name and auth scope")).
 			Param(ws.QueryParameter("pretty", "If 'true', then the output is pretty printed."))
-		for code, r := range ok {
-			rb = rb.Returns(code, r.Message, nil)
+		for code, message := range ok {
+			rb = rb.Returns(code, message, r.model)
 		}
-		ws.Route(rb.Metadata("x-kubernetes-action", "get"))
+		ws.Route(rb.Metadata("x-kubernetes-action", "get").Metadata("x-kubernetes-group-version-kind", r.kind))
 	}
 	c := restful.NewContainer()
 	c.Add(ws)
@@ -65,6 +77,16 @@ func TestRoutesShareWhatIsEqual(t *testing.T) {
 		if reflect.ValueOf(ra[i].ResponseErrors).Pointer() != reflect.ValueOf(rb[i].ResponseErrors).Pointer() {
 			t.Errorf("%s: each container keeps its own responses", ra[i].Path)
 		}
+		if reflect.ValueOf(ra[i].Metadata).Pointer() != reflect.ValueOf(rb[i].Metadata).Pointer() {
+			t.Errorf("%s: each container keeps its own metadata", ra[i].Path)
+		}
+	}
+	// Responses and metadata that differ stay apart.
+	if reflect.ValueOf(ra[0].ResponseErrors).Pointer() == reflect.ValueOf(ra[1].ResponseErrors).Pointer() {
+		t.Errorf("%s and %s share responses with different models", ra[0].Path, ra[1].Path)
+	}
+	if reflect.ValueOf(ra[0].Metadata).Pointer() == reflect.ValueOf(ra[1].Metadata).Pointer() {
+		t.Errorf("%s and %s share different metadata", ra[0].Path, ra[1].Path)
 	}
 	// The two paths compile to the same expression but name their
 	// variables differently: they must not share.
@@ -158,5 +180,34 @@ func TestRoutesConcurrently(t *testing.T) {
 				t.Errorf("%s: not shared", routes[i].Path)
 			}
 		}
+	}
+}
+
+func TestDropPathStacks(t *testing.T) {
+	m := mux.NewPathRecorderMux("test")
+	m.Handle("/a", http.NotFoundHandler())
+	m.HandlePrefix("/b/", http.NotFoundHandler())
+	if err := DropPathStacks(m); err != nil {
+		t.Fatal(err)
+	}
+	stacks, err := field(reflect.ValueOf(m).Elem(), "pathStacks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := stacks.Interface().(map[string]string)
+	if len(got) != 2 {
+		t.Errorf("%d paths kept, want 2 (%v)", len(got), got)
+	}
+	for path, stack := range got {
+		if stack != droppedStack {
+			t.Errorf("%s: stack kept (%d bytes)", path, len(stack))
+		}
+	}
+	// The mux still serves and still takes registrations.
+	m.Handle("/c", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusTeapot) }))
+	rec := httptest.NewRecorder()
+	m.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/c", nil))
+	if rec.Code != http.StatusTeapot {
+		t.Errorf("GET /c: %d", rec.Code)
 	}
 }

@@ -15,8 +15,8 @@ var (
 	paths      = table{exact: true} // go-restful's *pathExpression, by its template's tokens
 	parameters table                // *restful.Parameter, by its name and description
 	docs       = table{exact: true} // []*restful.Parameter, by its (shared) elements
-	responses  table                // map[int]restful.ResponseError, by its codes and messages
-	metadata   table                // map[string]interface{}, by its keys
+	responses  table                // map[int]restful.ResponseError, by its codes, messages and models' types
+	metadata   table                // map[string]interface{}, by its keys and values
 )
 
 // Routes makes the routes of c's web services share, with every other
@@ -111,14 +111,15 @@ func shareDocs(r *restful.Route) {
 		// In key order: equal maps must make equal keys.
 		var key strings.Builder
 		for _, code := range slices.Sorted(maps.Keys(r.ResponseErrors)) {
-			fmt.Fprintf(&key, "%d %s\n", code, r.ResponseErrors[code].Message)
+			e := r.ResponseErrors[code]
+			fmt.Fprintf(&key, "%d %s %T\n", code, e.Message, e.Model)
 		}
 		r.ResponseErrors = responses.share(key.String(), reflect.ValueOf(r.ResponseErrors)).Interface().(map[int]restful.ResponseError)
 	}
 	if len(r.Metadata) > 0 {
 		var key strings.Builder
 		for _, k := range slices.Sorted(maps.Keys(r.Metadata)) {
-			key.WriteString(k + "\n")
+			fmt.Fprintf(&key, "%s %v\n", k, r.Metadata[k])
 		}
 		r.Metadata = metadata.share(key.String(), reflect.ValueOf(r.Metadata)).Interface().(map[string]interface{})
 	}

@@ -285,59 +285,44 @@ func (c *branchClient) Watch(ctx context.Context, key string, opts ...clientv3.O
 		}()
 		return out
 	}
-	w, err := c.b.Watch(ctx, gitstore.WatchRequest{Key: string(op.KeyBytes()), End: string(op.RangeBytes()), StartRevision: op.Rev(),
-		PrevKV: op.IsPrevKV(), NoPut: op.IsFilterPut(), NoDelete: op.IsFilterDelete()})
+	req := gitstore.WatchRequest{Key: string(op.KeyBytes()), End: string(op.RangeBytes()), StartRevision: op.Rev(),
+		PrevKV: op.IsPrevKV(), NoPut: op.IsFilterPut(), NoDelete: op.IsFilterDelete()}
+	if op.IsProgressNotify() {
+		req.ProgressEvery = progressNotifyInterval
+	}
+	// The store's watcher hands its responses over in its own goroutine:
+	// one goroutine per watch, not two.
+	deliver := func(wctx context.Context, resp gitstore.WatchResponse) bool {
+		wr := clientv3.WatchResponse{
+			Header:          &pb.ResponseHeader{Revision: resp.Revision},
+			Events:          toEvents(resp.Events),
+			CompactRevision: resp.CompactRevision,
+			Canceled:        resp.Canceled,
+			CancelReason:    resp.CancelReason,
+		}
+		select {
+		case out <- wr:
+			return true
+		case <-wctx.Done():
+			return false
+		}
+	}
+	ended := func(w *gitstore.Watcher) {
+		c.mu.Lock() // held by Watch until w is registered
+		delete(c.watchers, w)
+		c.mu.Unlock()
+		close(out)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w, err := c.b.WatchFunc(ctx, req, deliver, ended)
 	if err != nil {
 		out <- clientv3.WatchResponse{Canceled: true, CancelReason: storeError(err).Error()}
 		close(out)
 		return out
 	}
-	c.mu.Lock()
 	c.watchers[w] = struct{}{}
-	c.mu.Unlock()
-	go c.forward(ctx, w, out, op.IsProgressNotify())
 	return out
-}
-
-// forward hands a store watcher's responses to the client's channel.
-func (c *branchClient) forward(ctx context.Context, w *gitstore.Watcher, out chan<- clientv3.WatchResponse, progressNotify bool) {
-	defer close(out)
-	defer func() {
-		c.mu.Lock()
-		delete(c.watchers, w)
-		c.mu.Unlock()
-		w.Close()
-	}()
-	var tick <-chan time.Time
-	if progressNotify {
-		t := time.NewTicker(progressNotifyInterval)
-		defer t.Stop()
-		tick = t.C
-	}
-	for {
-		select {
-		case resp, ok := <-w.Responses():
-			if !ok {
-				return
-			}
-			wr := clientv3.WatchResponse{
-				Header:          &pb.ResponseHeader{Revision: resp.Revision},
-				Events:          toEvents(resp.Events),
-				CompactRevision: resp.CompactRevision,
-				Canceled:        resp.Canceled,
-				CancelReason:    resp.CancelReason,
-			}
-			select {
-			case out <- wr:
-			case <-ctx.Done():
-				return
-			}
-		case <-tick:
-			w.RequestProgress()
-		case <-ctx.Done():
-			return
-		}
-	}
 }
 
 // RequestProgress asks every watch of the client for a progress
