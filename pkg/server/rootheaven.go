@@ -12,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
@@ -20,6 +19,7 @@ import (
 	"github.com/heaven-dev/heaven/config/crds"
 	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
 	heavenctrl "github.com/heaven-dev/heaven/pkg/controllers/heaven"
+	"github.com/heaven-dev/heaven/pkg/generated/clientset/versioned"
 )
 
 // startRoot starts the root heaven, installs heaven.dev's CRDs in it and
@@ -33,7 +33,7 @@ func (s *Server) startRoot(ctx context.Context) (*heavenctrl.Controller, error) 
 	if err := installCRDs(ctx, apiextensionsclient.NewForConfigOrDie(cfg)); err != nil {
 		return nil, err
 	}
-	ctrl := heavenctrl.New(dynamic.NewForConfigOrDie(cfg), heavenctrl.Branches{
+	ctrl := heavenctrl.New(versioned.NewForConfigOrDie(cfg), heavenctrl.Branches{
 		Info: s.branchInfo,
 		Fork: s.fork,
 		Initialize: func(ctx context.Context, name string) error {

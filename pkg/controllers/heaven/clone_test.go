@@ -9,13 +9,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
+	heavenfake "github.com/heaven-dev/heaven/pkg/generated/clientset/versioned/fake"
 )
 
 // A new heaven with a git remote starts as a clone of the remote branch;
@@ -31,15 +28,10 @@ func TestNewHeavenWithRemoteStartsFromItsRemoteBranch(t *testing.T) {
 		"remote is unreachable": {err: errors.New("connection refused"), initialized: true},
 	} {
 		t.Run(name, func(t *testing.T) {
-			h := &v1alpha1.Heaven{
-				TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "Heaven"},
+			client := heavenfake.NewSimpleClientset(&v1alpha1.Heaven{
 				ObjectMeta: metav1.ObjectMeta{Name: "shared", Finalizers: []string{v1alpha1.HeavenFinalizer}},
 				Spec:       v1alpha1.HeavenSpec{Remote: &v1alpha1.Remote{URL: "git://127.0.0.1/x.git"}},
-			}
-			raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(h)
-			require.NoError(t, err)
-			client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-				map[schema.GroupVersionResource]string{v1alpha1.HeavensResource: "HeavenList"}, &unstructured.Unstructured{Object: raw})
+			})
 			exists, cloned, initialized := false, false, false
 			c := New(client, Branches{
 				Info: func(context.Context, string) (bool, string, int64, error) { return exists, "abc", 7, nil },
@@ -59,10 +51,9 @@ func TestNewHeavenWithRemoteStartsFromItsRemoteBranch(t *testing.T) {
 			require.NoError(t, c.reconcile(ctx, "shared"))
 			assert.Equal(t, tc.cloned, cloned)
 			assert.Equal(t, tc.initialized, initialized)
-			u, err := client.Resource(v1alpha1.HeavensResource).Get(ctx, "shared", metav1.GetOptions{})
+			h, err := client.HeavenV1alpha1().Heavens().Get(ctx, "shared", metav1.GetOptions{})
 			require.NoError(t, err)
-			phase, _, _ := unstructured.NestedString(u.Object, "status", "phase")
-			assert.Equal(t, string(v1alpha1.HeavenPhaseReady), phase)
+			assert.Equal(t, v1alpha1.HeavenPhaseReady, h.Status.Phase)
 		})
 	}
 }

@@ -14,16 +14,18 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apiserver/pkg/authentication/user"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
+	"github.com/heaven-dev/heaven/pkg/controllers/internal/asstored"
 	"github.com/heaven-dev/heaven/pkg/controllers/internal/reconcileloop"
-	"github.com/heaven-dev/heaven/pkg/controllers/internal/unstructuredconv"
+	"github.com/heaven-dev/heaven/pkg/generated/clientset/versioned"
+	heavenclient "github.com/heaven-dev/heaven/pkg/generated/clientset/versioned/typed/heaven/v1alpha1"
+	"github.com/heaven-dev/heaven/pkg/generated/informers/externalversions"
+	heavenlisters "github.com/heaven-dev/heaven/pkg/generated/listers/heaven/v1alpha1"
 )
 
 // Branches is what the controller needs of the git store and of
@@ -61,9 +63,10 @@ type FileProblem struct {
 
 // Controller reconciles Heaven objects.
 type Controller struct {
-	client   dynamic.NamespaceableResourceInterface
+	client   heavenclient.HeavenInterface
 	informer cache.SharedIndexInformer
-	factory  dynamicinformer.DynamicSharedInformerFactory
+	lister   heavenlisters.HeavenLister
+	factory  externalversions.SharedInformerFactory
 	loop     *reconcileloop.Loop
 	branches Branches
 	// resync re-reads every heaven's head and revision this often.
@@ -71,12 +74,14 @@ type Controller struct {
 }
 
 // New builds the controller over the root heaven's client.
-func New(client dynamic.Interface, branches Branches, resync time.Duration) *Controller {
-	factory := dynamicinformer.NewDynamicSharedInformerFactory(client, resync)
+func New(client versioned.Interface, branches Branches, resync time.Duration) *Controller {
+	factory := externalversions.NewSharedInformerFactory(client, resync)
+	heavens := factory.Heaven().V1alpha1().Heavens()
 	c := &Controller{
-		client:   client.Resource(v1alpha1.HeavensResource),
+		client:   client.HeavenV1alpha1().Heavens(),
 		factory:  factory,
-		informer: factory.ForResource(v1alpha1.HeavensResource).Informer(),
+		informer: heavens.Informer(),
+		lister:   heavens.Lister(),
 		branches: branches,
 		resync:   resync,
 	}
@@ -89,11 +94,12 @@ func New(client dynamic.Interface, branches Branches, resync time.Duration) *Con
 // Exists says whether a Heaven object names heaven name (from the cache
 // once synced, else from the server).
 func (c *Controller) Exists(ctx context.Context, name string) (bool, error) {
+	var err error
 	if c.informer.HasSynced() {
-		_, ok, err := c.informer.GetStore().GetByKey(name)
-		return ok, err
+		_, err = c.lister.Get(name)
+	} else {
+		_, err = c.client.Get(ctx, name, metav1.GetOptions{})
 	}
-	_, err := c.client.Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return false, nil
 	}
@@ -104,23 +110,17 @@ func (c *Controller) Exists(ctx context.Context, name string) (bool, error) {
 // cache, or from root when the cache has no such Heaven (yet). A heaven
 // without a Heaven object is generic.
 func (c *Controller) Type(ctx context.Context, name string) (v1alpha1.HeavenType, error) {
-	obj, ok, err := c.informer.GetStore().GetByKey(name)
-	if err != nil {
-		return "", err
+	h, err := c.lister.Get(name)
+	if apierrors.IsNotFound(err) {
+		h, err = c.client.Get(ctx, name, metav1.GetOptions{})
 	}
-	u, _ := obj.(*unstructured.Unstructured)
-	if !ok {
-		if u, err = c.client.Get(ctx, name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
-			return v1alpha1.HeavenTypeGeneric, nil
-		} else if err != nil {
-			return "", err
-		}
+	if apierrors.IsNotFound(err) {
+		return v1alpha1.HeavenTypeGeneric, nil
 	}
-	typ, _, err := unstructured.NestedString(u.Object, "spec", "type")
 	if err != nil {
 		return "", fmt.Errorf("the Heaven of %s: %w", name, err)
 	}
-	return v1alpha1.TypeOf(&v1alpha1.Heaven{Spec: v1alpha1.HeavenSpec{Type: v1alpha1.HeavenType(typ)}}), nil
+	return v1alpha1.TypeOf(h), nil
 }
 
 // Run reconciles until ctx ends.
@@ -131,24 +131,23 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 }
 
 func (c *Controller) reconcile(ctx context.Context, name string) error {
-	obj, ok, err := c.informer.GetStore().GetByKey(name)
-	if err != nil || !ok {
+	cached, err := c.lister.Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
 		return err
 	}
-	u := obj.(*unstructured.Unstructured).DeepCopy()
-	var h v1alpha1.Heaven
-	if err := unstructuredconv.FromUnstructured(u, &h); err != nil {
-		return err
-	}
+	h := cached.DeepCopy()
 	if h.DeletionTimestamp != nil {
-		return c.finalize(ctx, u, &h)
+		return c.finalize(ctx, h)
 	}
-	if !hasFinalizer(&h) {
-		u.SetFinalizers(append(u.GetFinalizers(), v1alpha1.HeavenFinalizer))
-		_, err := c.client.Update(ctx, u, metav1.UpdateOptions{})
+	if !hasFinalizer(h) {
+		h.Finalizers = append(h.Finalizers, v1alpha1.HeavenFinalizer)
+		_, err := c.client.Update(ctx, h, metav1.UpdateOptions{})
 		return err // the update brings the object back through the queue
 	}
-	status := h.Status
+	status := h.Status.DeepCopy()
 	status.Branch = name
 	exists, head, rev, err := c.branches.Info(ctx, name)
 	if err != nil {
@@ -159,7 +158,7 @@ func (c *Controller) reconcile(ctx context.Context, name string) error {
 		commit, at, err := c.branches.Fork(ctx, name, h.Spec.Fork.Heaven, h.Spec.Fork.Revision)
 		if err != nil {
 			status.Phase, status.Message = v1alpha1.HeavenPhaseFailed, fmt.Sprintf("forking %s: %v", h.Spec.Fork.Heaven, err)
-			return c.updateStatus(ctx, u, status)
+			return c.updateStatus(ctx, h, status)
 		}
 		status.ForkedFrom = &v1alpha1.ForkedFrom{Heaven: h.Spec.Fork.Heaven, Commit: commit, Revision: at}
 		if _, head, rev, err = c.branches.Info(ctx, name); err != nil {
@@ -169,7 +168,7 @@ func (c *Controller) reconcile(ctx context.Context, name string) error {
 			rev = at // the fork is at its source's revision until written
 		}
 	case !exists:
-		if !c.clone(ctx, &h) {
+		if !c.clone(ctx, h) {
 			if err := c.branches.Initialize(ctx, name); err != nil {
 				return err
 			}
@@ -178,7 +177,7 @@ func (c *Controller) reconcile(ctx context.Context, name string) error {
 			return err
 		}
 	}
-	if owners := ownersOf(&h); c.branches.BindOwners != nil && !slices.Equal(owners, status.Owners) {
+	if owners := ownersOf(h); c.branches.BindOwners != nil && !slices.Equal(owners, status.Owners) {
 		if err := c.branches.BindOwners(ctx, name, owners); err != nil {
 			return fmt.Errorf("binding the owners of heaven %s: %w", name, err)
 		}
@@ -191,8 +190,8 @@ func (c *Controller) reconcile(ctx context.Context, name string) error {
 	if rev >= 0 {
 		status.Revision = rev
 	}
-	c.setOutsideCommitsCondition(&status, name, h.Generation)
-	return c.updateStatus(ctx, u, status)
+	c.setOutsideCommitsCondition(status, name, h.Generation)
+	return c.updateStatus(ctx, h, status)
 }
 
 // ownersOf is the users who own h: its creator, unless heaven-server made
@@ -214,10 +213,10 @@ func ownersOf(h *v1alpha1.Heaven) []string {
 // CreatedBy counts the Heavens that user created and that are not being
 // deleted, as the controller's cache has them.
 func (c *Controller) CreatedBy(user string) int {
+	heavens, _ := c.lister.List(labels.Everything()) // a cache's List never fails
 	n := 0
-	for _, obj := range c.informer.GetStore().List() {
-		u, ok := obj.(*unstructured.Unstructured)
-		if ok && u.GetDeletionTimestamp() == nil && u.GetAnnotations()[v1alpha1.CreatedByAnnotation] == user {
+	for _, h := range heavens {
+		if h.DeletionTimestamp == nil && h.Annotations[v1alpha1.CreatedByAnnotation] == user {
 			n++
 		}
 	}
@@ -227,10 +226,11 @@ func (c *Controller) CreatedBy(user string) int {
 // Names are the heavens with a Heaven object not being deleted, as the
 // controller's cache has them.
 func (c *Controller) Names() []string {
+	heavens, _ := c.lister.List(labels.Everything()) // a cache's List never fails
 	var names []string
-	for _, obj := range c.informer.GetStore().List() {
-		if u, ok := obj.(*unstructured.Unstructured); ok && u.GetDeletionTimestamp() == nil {
-			names = append(names, u.GetName())
+	for _, h := range heavens {
+		if h.DeletionTimestamp == nil {
+			names = append(names, h.Name)
 		}
 	}
 	return names
@@ -285,14 +285,14 @@ func (c *Controller) clone(ctx context.Context, h *v1alpha1.Heaven) bool {
 	return cloned
 }
 
-func (c *Controller) finalize(ctx context.Context, u *unstructured.Unstructured, h *v1alpha1.Heaven) error {
+func (c *Controller) finalize(ctx context.Context, h *v1alpha1.Heaven) error {
 	if !hasFinalizer(h) {
 		return nil
 	}
 	if h.Status.Phase != v1alpha1.HeavenPhaseTerminating {
-		status := h.Status
+		status := h.Status.DeepCopy()
 		status.Phase = v1alpha1.HeavenPhaseTerminating
-		if err := c.updateStatus(ctx, u, status); err != nil {
+		if err := c.updateStatus(ctx, h, status); err != nil {
 			return err
 		}
 		return nil // the update brings it back
@@ -304,31 +304,26 @@ func (c *Controller) finalize(ctx context.Context, u *unstructured.Unstructured,
 		}
 	}
 	var keep []string
-	for _, f := range u.GetFinalizers() {
+	for _, f := range h.Finalizers {
 		if f != v1alpha1.HeavenFinalizer {
 			keep = append(keep, f)
 		}
 	}
-	u.SetFinalizers(keep)
-	_, err := c.client.Update(ctx, u, metav1.UpdateOptions{})
+	h.Finalizers = keep
+	_, err := c.client.Update(ctx, h, metav1.UpdateOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	return err
 }
 
-// updateStatus writes status if it changed.
-func (c *Controller) updateStatus(ctx context.Context, u *unstructured.Unstructured, status v1alpha1.HeavenStatus) error {
-	raw, err := unstructuredconv.ToUnstructured(&status)
-	if err != nil {
-		return err
-	}
-	old, _, _ := unstructured.NestedMap(u.Object, "status")
-	if unstructuredconv.EqualJSON(old, raw) {
+// updateStatus writes status as h's if it changed what is stored.
+func (c *Controller) updateStatus(ctx context.Context, h *v1alpha1.Heaven, status *v1alpha1.HeavenStatus) error {
+	if asstored.Equal(&h.Status, status) {
 		return nil
 	}
-	u.Object["status"] = raw
-	_, err = c.client.UpdateStatus(ctx, u, metav1.UpdateOptions{})
+	h.Status = *status
+	_, err := c.client.UpdateStatus(ctx, h, metav1.UpdateOptions{})
 	return err
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -22,6 +23,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+
+	heavenscheme "github.com/heaven-dev/heaven/pkg/generated/clientset/versioned/scheme"
 )
 
 // Func reconciles the object of key. An error retries the key with the
@@ -143,11 +146,21 @@ func (l *Loop) next(ctx context.Context) bool {
 // when kube is set, and a recorder for component, for controllers that
 // report every merge and conflict: client-go's defaults drop an object's
 // events after 25 (then one per 5 minutes) and fold similar ones after 10.
-// Shut the broadcaster down when the controller stops.
+// The recorder knows heaven.dev's types besides Kubernetes' (objects read
+// through typed clients carry no kind). Shut the broadcaster down when the
+// controller stops.
 func BurstyEvents(kube kubernetes.Interface, component string) (record.EventBroadcaster, record.EventRecorder) {
 	b := record.NewBroadcaster(record.WithCorrelatorOptions(record.CorrelatorOptions{BurstSize: 500, QPS: 10, MaxEvents: 100}))
 	if kube != nil {
 		b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
 	}
-	return b, b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: component})
+	return b, b.NewRecorder(eventScheme, corev1.EventSource{Component: component})
 }
+
+// eventScheme names the kinds of the objects events are about.
+var eventScheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(scheme.AddToScheme(s))
+	utilruntime.Must(heavenscheme.AddToScheme(s))
+	return s
+}()

@@ -12,6 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
 )
 
 // calls counts reconciles per key; fail makes a key fail its first n calls.
@@ -100,4 +102,28 @@ func TestEnqueueNamesObjectsAndTombstones(t *testing.T) {
 		l.queue.Done(k)
 	}
 	assert.ElementsMatch(t, []string{"ns/a", "b", "ns/c"}, keys)
+}
+
+// Objects read through typed clients carry no kind; their events still name
+// them, heaven.dev's as well as Kubernetes'.
+func TestBurstyEventsNameTypedObjects(t *testing.T) {
+	b, recorder := BurstyEvents(nil, "test")
+	defer b.Shutdown()
+	got := make(chan *corev1.Event, 2)
+	w := b.StartEventWatcher(func(e *corev1.Event) { got <- e })
+	defer w.Stop()
+
+	recorder.Event(&v1alpha1.Heaven{ObjectMeta: metav1.ObjectMeta{Name: "team", UID: "u1"}}, corev1.EventTypeNormal, "Merged", "merged")
+	recorder.Event(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cm"}}, corev1.EventTypeNormal, "Seen", "seen")
+	var refs []corev1.ObjectReference
+	for range 2 {
+		select {
+		case e := <-got:
+			refs = append(refs, e.InvolvedObject)
+		case <-time.After(10 * time.Second):
+			t.Fatal("no event recorded")
+		}
+	}
+	assert.ElementsMatch(t, []string{"heaven.dev/v1alpha1 Heaven team", "v1 ConfigMap cm"},
+		[]string{refs[0].APIVersion + " " + refs[0].Kind + " " + refs[0].Name, refs[1].APIVersion + " " + refs[1].Kind + " " + refs[1].Name})
 }
