@@ -6,12 +6,12 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
 	mergectrl "github.com/heaven-dev/heaven/pkg/controllers/automatedmerge"
+	"github.com/heaven-dev/heaven/pkg/generated/clientset/versioned"
 	"github.com/heaven-dev/heaven/pkg/gitstore"
 )
 
@@ -30,7 +30,7 @@ func (s *Server) startMergeController(ctx context.Context, cfg *rest.Config) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.UserAgent = "heaven-server/" + mergectrl.ControllerName
 	repo := s.repo
-	ctrl := mergectrl.New(dynamic.NewForConfigOrDie(cfg), kubernetes.NewForConfigOrDie(cfg), mergectrl.Branches{
+	ctrl := mergectrl.New(versioned.NewForConfigOrDie(cfg), kubernetes.NewForConfigOrDie(cfg), mergectrl.Branches{
 		Commits: repo,
 		Head: func(_ context.Context, name string) (plumbing.Hash, error) {
 			h, _, err := repo.Head(name)

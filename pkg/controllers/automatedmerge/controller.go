@@ -14,12 +14,8 @@ import (
 	"sync"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/go-git/go-git/v5/plumbing"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -27,6 +23,10 @@ import (
 	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
 	"github.com/heaven-dev/heaven/pkg/controllers/internal/reconcileloop"
 	"github.com/heaven-dev/heaven/pkg/deputy"
+	"github.com/heaven-dev/heaven/pkg/generated/clientset/versioned"
+	heavenclient "github.com/heaven-dev/heaven/pkg/generated/clientset/versioned/typed/heaven/v1alpha1"
+	"github.com/heaven-dev/heaven/pkg/generated/informers/externalversions"
+	heavenlisters "github.com/heaven-dev/heaven/pkg/generated/listers/heaven/v1alpha1"
 	"github.com/heaven-dev/heaven/pkg/gitstore"
 )
 
@@ -54,9 +54,10 @@ type Branches struct {
 
 // Controller reconciles AutomatedMerge objects.
 type Controller struct {
-	client   dynamic.NamespaceableResourceInterface
-	factory  dynamicinformer.DynamicSharedInformerFactory
+	client   heavenclient.AutomatedMergeInterface
+	factory  externalversions.SharedInformerFactory
 	informer cache.SharedIndexInformer
+	lister   heavenlisters.AutomatedMergeLister
 	loop     *reconcileloop.Loop
 	branches Branches
 	events   record.EventBroadcaster
@@ -96,12 +97,14 @@ const (
 )
 
 // New builds the controller over the root heaven's clients.
-func New(client dynamic.Interface, kube kubernetes.Interface, branches Branches) *Controller {
-	factory := dynamicinformer.NewDynamicSharedInformerFactory(client, 0)
+func New(client versioned.Interface, kube kubernetes.Interface, branches Branches) *Controller {
+	factory := externalversions.NewSharedInformerFactory(client, 0)
+	merges := factory.Heaven().V1alpha1().AutomatedMerges()
 	c := &Controller{
-		client:   client.Resource(v1alpha1.AutomatedMergesResource),
+		client:   client.HeavenV1alpha1().AutomatedMerges(),
 		factory:  factory,
-		informer: factory.ForResource(v1alpha1.AutomatedMergesResource).Informer(),
+		informer: merges.Informer(),
+		lister:   merges.Lister(),
 		branches: branches,
 		attempts: map[attemptKey]attempt{},
 		merged:   map[attemptKey]mergedRecord{},
@@ -115,12 +118,16 @@ func New(client dynamic.Interface, kube kubernetes.Interface, branches Branches)
 	}, c.reconcile)
 	_ = c.informer.AddIndexers(cache.Indexers{
 		bySource: func(obj any) ([]string, error) {
-			srcs, _, _ := unstructured.NestedStringSlice(obj.(*unstructured.Unstructured).Object, "spec", "sources")
-			return srcs, nil
+			if am, ok := obj.(*v1alpha1.AutomatedMerge); ok {
+				return am.Spec.Sources, nil
+			}
+			return nil, nil
 		},
 		byTarget: func(obj any) ([]string, error) {
-			t, _, _ := unstructured.NestedString(obj.(*unstructured.Unstructured).Object, "spec", "target")
-			return []string{t}, nil
+			if am, ok := obj.(*v1alpha1.AutomatedMerge); ok {
+				return []string{am.Spec.Target}, nil
+			}
+			return nil, nil
 		},
 	})
 	enqueue := c.loop.Enqueue
@@ -130,8 +137,8 @@ func New(client dynamic.Interface, kube kubernetes.Interface, branches Branches)
 		// controller's own status updates do not, or an interval trigger
 		// would fire on every merge.
 		UpdateFunc: func(old, obj any) {
-			o, n := old.(*unstructured.Unstructured), obj.(*unstructured.Unstructured)
-			if o.GetGeneration() != n.GetGeneration() || (o.GetDeletionTimestamp() == nil) != (n.GetDeletionTimestamp() == nil) {
+			o, n := old.(*v1alpha1.AutomatedMerge), obj.(*v1alpha1.AutomatedMerge)
+			if o.Generation != n.Generation || (o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil) {
 				enqueue(obj)
 			}
 		},
@@ -156,25 +163,24 @@ func (c *Controller) BranchMoved(branch string) {
 	idx := c.informer.GetIndexer()
 	if objs, err := idx.ByIndex(bySource, branch); err == nil {
 		for _, obj := range objs {
-			u := obj.(*unstructured.Unstructured)
-			if onChange, found, _ := unstructured.NestedBool(u.Object, "spec", "trigger", "onChange"); !found || onChange {
-				c.loop.Add(u.GetName())
+			am := obj.(*v1alpha1.AutomatedMerge)
+			if onChange := am.Spec.Trigger.OnChange; onChange == nil || *onChange {
+				c.loop.Add(am.Name)
 			}
 		}
 	}
 	if objs, err := idx.ByIndex(byTarget, branch); err == nil {
 		for _, obj := range objs {
-			if u := obj.(*unstructured.Unstructured); isBlocked(u) {
-				c.loop.Add(u.GetName())
+			if am := obj.(*v1alpha1.AutomatedMerge); isBlocked(am) {
+				c.loop.Add(am.Name)
 			}
 		}
 	}
 }
 
-func isBlocked(u *unstructured.Unstructured) bool {
-	sources, _, _ := unstructured.NestedSlice(u.Object, "status", "sources")
-	for _, s := range sources {
-		if m, ok := s.(map[string]any); ok && m["blocked"] == true {
+func isBlocked(am *v1alpha1.AutomatedMerge) bool {
+	for _, s := range am.Status.Sources {
+		if s.Blocked {
 			return true
 		}
 	}

@@ -10,13 +10,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 
 	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
+	"github.com/heaven-dev/heaven/pkg/controllers/internal/asstored"
 	"github.com/heaven-dev/heaven/pkg/controllers/internal/conflictreport"
-	"github.com/heaven-dev/heaven/pkg/controllers/internal/unstructuredconv"
 	"github.com/heaven-dev/heaven/pkg/deputy"
 	"github.com/heaven-dev/heaven/pkg/gitstore"
 )
@@ -24,48 +23,44 @@ import (
 // reconcile merges every source of AutomatedMerge name into its target
 // and reports in status. It returns when to merge again at the latest.
 func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration, error) {
-	obj, ok, err := c.informer.GetStore().GetByKey(name)
-	if err != nil {
-		return 0, err
-	}
-	if !ok {
+	cached, err := c.lister.Get(name)
+	if apierrors.IsNotFound(err) {
 		c.forget(name)
 		return 0, nil
 	}
-	u := obj.(*unstructured.Unstructured).DeepCopy()
-	var am v1alpha1.AutomatedMerge
-	if err := unstructuredconv.FromUnstructured(u, &am); err != nil {
+	if err != nil {
 		return 0, err
 	}
-	if am.DeletionTimestamp != nil {
+	if cached.DeletionTimestamp != nil {
 		return 0, nil
 	}
-	status := am.Status
+	am := cached.DeepCopy()
+	status := am.Status.DeepCopy()
 	status.ObservedGeneration = am.Generation
 	p, err := compile(am.Spec, c.branches.Ephemeral)
 	switch {
 	case err != nil:
-		setReady(&status, am.Generation, metav1.ConditionFalse, v1alpha1.ReasonInvalid, err.Error())
-		return 0, c.updateStatus(ctx, u, status)
+		setReady(status, am.Generation, metav1.ConditionFalse, v1alpha1.ReasonInvalid, err.Error())
+		return 0, c.updateStatus(ctx, am, status)
 	case am.Spec.Suspend:
-		setReady(&status, am.Generation, metav1.ConditionFalse, v1alpha1.ReasonSuspended, "spec.suspend is set")
-		return 0, c.updateStatus(ctx, u, status)
+		setReady(status, am.Generation, metav1.ConditionFalse, v1alpha1.ReasonSuspended, "spec.suspend is set")
+		return 0, c.updateStatus(ctx, am, status)
 	}
 	author := ""
-	if requester, ok := deputy.Requester(u); ok && c.branches.Authorize != nil {
+	if requester, ok := deputy.Requester(am); ok && c.branches.Authorize != nil {
 		author = requester.GetName()
-		err := deputy.Check(ctx, c.branches.Authorize, requester, deputy.MergeRights(&am))
+		err := deputy.Check(ctx, c.branches.Authorize, requester, deputy.MergeRights(am))
 		var missing *deputy.MissingRightError
 		switch {
 		case errors.As(err, &missing):
 			msg := err.Error() + ": no merge until the right is granted again"
-			setCondition(&status, am.Generation, v1alpha1.ConditionAuthorized, metav1.ConditionFalse, v1alpha1.ReasonUnauthorized, msg)
-			setReady(&status, am.Generation, metav1.ConditionFalse, v1alpha1.ReasonUnauthorized, msg)
-			return p.interval, c.updateStatus(ctx, u, status)
+			setCondition(status, am.Generation, v1alpha1.ConditionAuthorized, metav1.ConditionFalse, v1alpha1.ReasonUnauthorized, msg)
+			setReady(status, am.Generation, metav1.ConditionFalse, v1alpha1.ReasonUnauthorized, msg)
+			return p.interval, c.updateStatus(ctx, am, status)
 		case err != nil:
 			return 0, err
 		}
-		setCondition(&status, am.Generation, v1alpha1.ConditionAuthorized, metav1.ConditionTrue, v1alpha1.ReasonAuthorized,
+		setCondition(status, am.Generation, v1alpha1.ConditionAuthorized, metav1.ConditionTrue, v1alpha1.ReasonAuthorized,
 			fmt.Sprintf("user %q may read the sources and write the target", author))
 	}
 	target, err := c.branches.Open(ctx, p.target)
@@ -74,13 +69,13 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 	}
 	var errs []error
 	for _, src := range p.sources {
-		if err := c.mergeSource(ctx, u, &am, p, target, src, author, &status); err != nil {
+		if err := c.mergeSource(ctx, am, p, target, src, author, status); err != nil {
 			errs = append(errs, fmt.Errorf("merging %s into %s: %w", src, p.target, err))
 		}
 	}
-	keepSources(&status, p.sources)
-	summarize(&status, am.Generation)
-	if err := c.updateStatus(ctx, u, status); err != nil {
+	keepSources(status, p.sources)
+	summarize(status, am.Generation)
+	if err := c.updateStatus(ctx, am, status); err != nil {
 		errs = append(errs, err)
 	}
 	return p.interval, errors.Join(errs...)
@@ -88,8 +83,7 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 
 // mergeSource merges the head of heaven src into target, unless that very
 // attempt was made already, and records what happened in status.
-func (c *Controller) mergeSource(ctx context.Context, u *unstructured.Unstructured, am *v1alpha1.AutomatedMerge,
-	p *plan, target gitstore.MergeTarget, src, author string, status *v1alpha1.AutomatedMergeStatus) error {
+func (c *Controller) mergeSource(ctx context.Context, am *v1alpha1.AutomatedMerge, p *plan, target gitstore.MergeTarget, src, author string, status *v1alpha1.AutomatedMergeStatus) error {
 	st := sourceStatus(status, src)
 	key := attemptKey{merge: am.Name, source: src}
 	c.reportMerged(key, st)
@@ -126,7 +120,7 @@ func (c *Controller) mergeSource(ctx context.Context, u *unstructured.Unstructur
 	} else {
 		c.remember(key, &attempt{generation: am.Generation, source: head, target: out.TargetHead})
 	}
-	c.record(ctx, u, src, p.target, head, out, st, status)
+	c.record(ctx, am, src, p.target, head, out, st, status)
 	if written {
 		c.rememberMerged(key, st)
 	}
@@ -134,15 +128,15 @@ func (c *Controller) mergeSource(ctx context.Context, u *unstructured.Unstructur
 }
 
 // record puts one attempt's outcome into status and Events.
-func (c *Controller) record(ctx context.Context, u *unstructured.Unstructured, src, target string, head plumbing.Hash,
+func (c *Controller) record(ctx context.Context, am *v1alpha1.AutomatedMerge, src, target string, head plumbing.Hash,
 	out gitstore.MergeOutcome, st *v1alpha1.SourceMergeStatus, status *v1alpha1.AutomatedMergeStatus) {
 	logger := klog.FromContext(ctx).WithValues("source", src, "target", target, "sourceCommit", head)
 	switch {
 	case out.Blocked:
 		st.Blocked, st.BlockedCommit, st.Conflicts = true, head.String(), int32(len(out.Conflicts))
 		setConflicts(status, src, out.Conflicts)
-		c.conflictEvents(u, src, out.Conflicts)
-		c.recorder.Eventf(u, corev1.EventTypeWarning, "MergeBlocked",
+		c.conflictEvents(am, src, out.Conflicts)
+		c.recorder.Eventf(am, corev1.EventTypeWarning, "MergeBlocked",
 			"Not merging heaven %s (%s) into %s: %d conflicts, resolved Manual; %s is unchanged", src, short(head), target, len(out.Conflicts), target)
 		logger.V(2).Info("Merge blocked by conflicts", "conflicts", len(out.Conflicts))
 	case !out.Written.Commit.IsZero():
@@ -151,8 +145,8 @@ func (c *Controller) record(ctx context.Context, u *unstructured.Unstructured, s
 		st.SourceCommit, st.TargetCommit, st.Revision = head.String(), out.Written.Commit.String(), out.Written.Revision
 		st.LastMergeTime, st.ObjectsChanged, st.Conflicts = &now, int32(out.Changes), int32(len(out.Conflicts))
 		setConflicts(status, src, out.Conflicts)
-		c.conflictEvents(u, src, out.Conflicts)
-		c.recorder.Eventf(u, corev1.EventTypeNormal, "Merged",
+		c.conflictEvents(am, src, out.Conflicts)
+		c.recorder.Eventf(am, corev1.EventTypeNormal, "Merged",
 			"Merged heaven %s (%s) into %s: %d objects changed, %d conflicts resolved; commit %s, revision %d",
 			src, short(head), target, out.Changes, len(out.Conflicts), short(out.Written.Commit), out.Written.Revision)
 		logger.V(2).Info("Merged", "changes", out.Changes, "conflicts", len(out.Conflicts), "commit", out.Written.Commit, "revision", out.Written.Revision)
@@ -161,7 +155,7 @@ func (c *Controller) record(ctx context.Context, u *unstructured.Unstructured, s
 		// but the conflicts are reported all the same.
 		st.Blocked, st.BlockedCommit, st.Conflicts = false, "", int32(len(out.Conflicts))
 		setConflicts(status, src, out.Conflicts)
-		c.conflictEvents(u, src, out.Conflicts)
+		c.conflictEvents(am, src, out.Conflicts)
 		logger.V(2).Info("Conflicts resolved to the target's values; nothing to write", "conflicts", len(out.Conflicts))
 	case st.Blocked:
 		// Up to date, or nothing to change: what blocked the merge was
@@ -177,14 +171,14 @@ func (c *Controller) record(ctx context.Context, u *unstructured.Unstructured, s
 // own Event counts them all.
 const maxConflictEvents = 20
 
-func (c *Controller) conflictEvents(u *unstructured.Unstructured, src string, conflicts []mergeConflict) {
+func (c *Controller) conflictEvents(am *v1alpha1.AutomatedMerge, src string, conflicts []mergeConflict) {
 	for i, cf := range conflicts {
 		if i == maxConflictEvents {
-			c.recorder.Eventf(u, corev1.EventTypeWarning, "MergeConflict", "%d more conflicts merging heaven %s", len(conflicts)-i, src)
+			c.recorder.Eventf(am, corev1.EventTypeWarning, "MergeConflict", "%d more conflicts merging heaven %s", len(conflicts)-i, src)
 			return
 		}
 		mc := conflictreport.Of(src, cf)
-		c.recorder.Eventf(u, corev1.EventTypeWarning, "MergeConflict", "Heaven %s: %s %s: base %s, target %s, source %s: %s",
+		c.recorder.Eventf(am, corev1.EventTypeWarning, "MergeConflict", "Heaven %s: %s %s: base %s, target %s, source %s: %s",
 			src, mc.Object, orWhole(mc.Path), shown(mc.Base), shown(mc.Target), shown(mc.Source), mc.Resolution)
 	}
 }
@@ -192,26 +186,21 @@ func (c *Controller) conflictEvents(u *unstructured.Unstructured, src string, co
 // updateStatus writes status if it changed, on the latest version of the
 // object: a merge already written must be reported even if the object
 // changed meanwhile.
-func (c *Controller) updateStatus(ctx context.Context, u *unstructured.Unstructured, status v1alpha1.AutomatedMergeStatus) error {
-	raw, err := unstructuredconv.ToUnstructured(&status)
-	if err != nil {
-		return err
-	}
-	old, _, _ := unstructured.NestedMap(u.Object, "status")
-	if unstructuredconv.EqualJSON(old, raw) {
+func (c *Controller) updateStatus(ctx context.Context, am *v1alpha1.AutomatedMerge, status *v1alpha1.AutomatedMergeStatus) error {
+	if asstored.Equal(&am.Status, status) {
 		return nil
 	}
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		u.Object["status"] = raw
-		_, err := c.client.UpdateStatus(ctx, u, metav1.UpdateOptions{})
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		am.Status = *status
+		_, err := c.client.UpdateStatus(ctx, am, metav1.UpdateOptions{})
 		if !apierrors.IsConflict(err) {
 			return err
 		}
-		latest, gerr := c.client.Get(ctx, u.GetName(), metav1.GetOptions{})
+		latest, gerr := c.client.Get(ctx, am.Name, metav1.GetOptions{})
 		if gerr != nil {
 			return gerr
 		}
-		u = latest
+		am = latest
 		return err
 	})
 	if apierrors.IsNotFound(err) {

@@ -11,16 +11,14 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
-	"github.com/heaven-dev/heaven/pkg/controllers/internal/unstructuredconv"
+	heavenfake "github.com/heaven-dev/heaven/pkg/generated/clientset/versioned/fake"
 	"github.com/heaven-dev/heaven/pkg/gitstore"
 )
 
@@ -30,14 +28,9 @@ func testController(t *testing.T, repo *gitstore.Repository, ams ...*v1alpha1.Au
 	t.Helper()
 	var objs []runtime.Object
 	for _, am := range ams {
-		am.TypeMeta = metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: v1alpha1.AutomatedMergeKind}
-		raw, err := unstructuredconv.ToUnstructured(am)
-		require.NoError(t, err)
-		objs = append(objs, &unstructured.Unstructured{Object: raw})
+		objs = append(objs, am)
 	}
-	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{v1alpha1.AutomatedMergesResource: "AutomatedMergeList"}, objs...)
-	c := New(client, nil, Branches{
+	c := New(heavenfake.NewSimpleClientset(objs...), nil, Branches{
 		Commits: repo,
 		Head: func(_ context.Context, name string) (plumbing.Hash, error) {
 			h, _, err := repo.Head(name)
@@ -74,14 +67,12 @@ func reconcileStatus(t *testing.T, c *Controller, name string) v1alpha1.Automate
 	resync, err := c.reconcile(ctx, name)
 	require.NoError(t, err)
 	assert.Equal(t, defaultInterval, resync)
-	u, err := c.client.Get(ctx, name, metav1.GetOptions{})
+	am, err := c.client.Get(ctx, name, metav1.GetOptions{})
 	require.NoError(t, err)
-	var am v1alpha1.AutomatedMerge
-	require.NoError(t, unstructuredconv.FromUnstructured(u, &am))
 	// The informer sees the status before the next reconcile.
 	require.Eventually(t, func() bool {
-		obj, ok, _ := c.informer.GetStore().GetByKey(name)
-		return ok && obj.(*unstructured.Unstructured).GetResourceVersion() == u.GetResourceVersion()
+		cached, err := c.lister.Get(name)
+		return err == nil && cached.ResourceVersion == am.ResourceVersion && apiequality.Semantic.DeepEqual(cached.Status, am.Status)
 	}, 5*time.Second, 10*time.Millisecond)
 	return am.Status
 }
