@@ -112,11 +112,7 @@ func push(t *testing.T, wd string, files map[string]string, args ...string) {
 // waitFor polls cond until it holds, or fails the test after 10 s.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		require.True(t, time.Now().Before(deadline), "timed out waiting for %s", what)
-		time.Sleep(10 * time.Millisecond)
-	}
+	require.Eventually(t, cond, 10*time.Second, 10*time.Millisecond, "timed out waiting for %s", what)
 }
 
 func problemPaths(b *Branch) []string {

@@ -97,13 +97,7 @@ func packCount(t testing.TB, r *Repo) int {
 // eventually polls cond until it holds or the deadline passes.
 func eventually(t testing.TB, d time.Duration, cond func() bool, msg string, args ...any) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out: "+msg, args...)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	require.Eventually(t, cond, d, time.Millisecond, append([]any{"timed out: " + msg}, args...)...)
 }
 
 func files(n int, prefix string) map[string]string {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	"go.etcd.io/etcd/client/v3/kubernetes"
 
 	"k8s.io/apimachinery/pkg/api/apitesting"
@@ -288,13 +289,7 @@ func (e *testEnv) compaction() storagetesting.Compaction {
 // eventually polls cond until it holds, failing t after pollTimeout.
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(pollTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting until %s", pollTimeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	require.Eventually(t, cond, pollTimeout, 10*time.Millisecond, "timed out after %v waiting until %s", pollTimeout, what)
 }
 
 // resetFeatureSupportChecker gives t a fresh process-wide feature checker:
