@@ -5,13 +5,13 @@ import (
 	"fmt"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
 	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
 	remotectrl "github.com/heaven-dev/heaven/pkg/controllers/remote"
+	"github.com/heaven-dev/heaven/pkg/generated/clientset/versioned"
 	"github.com/heaven-dev/heaven/pkg/gitstore"
 	"github.com/heaven-dev/heaven/pkg/gitstore/gitremote"
 )
@@ -29,7 +29,7 @@ func (s *Server) startRemoteController(ctx context.Context, cfg *rest.Config) {
 	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.UserAgent = "heaven-server/" + remotectrl.ControllerName
-	ctrl := remotectrl.New(dynamic.NewForConfigOrDie(cfg), kubernetes.NewForConfigOrDie(cfg), s.remoteGit())
+	ctrl := remotectrl.New(versioned.NewForConfigOrDie(cfg), kubernetes.NewForConfigOrDie(cfg), s.remoteGit())
 	s.remoteCtrl.Store(ctrl)
 	go ctrl.Run(ctx, 2)
 }

@@ -26,15 +26,16 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
 	"github.com/heaven-dev/heaven/pkg/controllers/internal/reconcileloop"
+	"github.com/heaven-dev/heaven/pkg/generated/clientset/versioned"
+	heavenclient "github.com/heaven-dev/heaven/pkg/generated/clientset/versioned/typed/heaven/v1alpha1"
+	"github.com/heaven-dev/heaven/pkg/generated/informers/externalversions"
+	heavenlisters "github.com/heaven-dev/heaven/pkg/generated/listers/heaven/v1alpha1"
 )
 
 // ControllerName is the controller's name in events and logs.
@@ -49,9 +50,10 @@ const (
 
 // Controller keeps heavens and their git remotes in sync.
 type Controller struct {
-	client   dynamic.NamespaceableResourceInterface
-	factory  dynamicinformer.DynamicSharedInformerFactory
+	client   heavenclient.HeavenInterface
+	factory  externalversions.SharedInformerFactory
 	informer cache.SharedIndexInformer
+	lister   heavenlisters.HeavenLister
 	loop     *reconcileloop.Loop
 	git      Git
 	events   record.EventBroadcaster
@@ -81,12 +83,14 @@ type heavenState struct {
 }
 
 // New builds the controller over the root heaven's clients.
-func New(client dynamic.Interface, kube kubernetes.Interface, git Git) *Controller {
-	factory := dynamicinformer.NewDynamicSharedInformerFactory(client, 0)
+func New(client versioned.Interface, kube kubernetes.Interface, git Git) *Controller {
+	factory := externalversions.NewSharedInformerFactory(client, 0)
+	heavens := factory.Heaven().V1alpha1().Heavens()
 	c := &Controller{
-		client:   client.Resource(v1alpha1.HeavensResource),
+		client:   client.HeavenV1alpha1().Heavens(),
 		factory:  factory,
-		informer: factory.ForResource(v1alpha1.HeavensResource).Informer(),
+		informer: heavens.Informer(),
+		lister:   heavens.Lister(),
 		git:      git,
 		states:   map[string]*heavenState{},
 	}
@@ -99,8 +103,8 @@ func New(client dynamic.Interface, kube kubernetes.Interface, git Git) *Controll
 		// A new spec calls for an exchange now; status updates (the
 		// controller's own among them) do not.
 		UpdateFunc: func(old, obj any) {
-			o, n := old.(*unstructured.Unstructured), obj.(*unstructured.Unstructured)
-			if o.GetGeneration() != n.GetGeneration() || (o.GetDeletionTimestamp() == nil) != (n.GetDeletionTimestamp() == nil) {
+			o, n := old.(*v1alpha1.Heaven), obj.(*v1alpha1.Heaven)
+			if o.Generation != n.Generation || (o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil) {
 				enqueue(obj)
 			}
 		},
@@ -122,15 +126,11 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 // the move is the controller's own merge or the remote is failing (the
 // retry with backoff takes the change along). It never blocks.
 func (c *Controller) BranchMoved(branch string, head plumbing.Hash) {
-	obj, ok, err := c.informer.GetStore().GetByKey(branch)
-	if err != nil || !ok {
+	h, err := c.lister.Get(branch)
+	if err != nil {
 		return
 	}
-	u := obj.(*unstructured.Unstructured)
-	if _, found, _ := unstructured.NestedMap(u.Object, "spec", "remote"); !found {
-		return
-	}
-	if push, found, _ := unstructured.NestedBool(u.Object, "spec", "remote", "push"); found && !push {
+	if r := h.Spec.Remote; r == nil || (r.Push != nil && !*r.Push) {
 		return
 	}
 	c.mu.Lock()

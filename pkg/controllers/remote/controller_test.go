@@ -12,15 +12,13 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 
 	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
+	heavenfake "github.com/heaven-dev/heaven/pkg/generated/clientset/versioned/fake"
 )
 
 // testController runs the controller's informer over a fake root heaven
@@ -29,14 +27,9 @@ func testController(t *testing.T, g Git, hs ...*v1alpha1.Heaven) (*Controller, *
 	t.Helper()
 	var objs []runtime.Object
 	for _, h := range hs {
-		h.TypeMeta = metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "Heaven"}
-		raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(h)
-		require.NoError(t, err)
-		objs = append(objs, &unstructured.Unstructured{Object: raw})
+		objs = append(objs, h)
 	}
-	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{v1alpha1.HeavensResource: "HeavenList"}, objs...)
-	c := New(client, nil, g)
+	c := New(heavenfake.NewSimpleClientset(objs...), nil, g)
 	t.Cleanup(c.events.Shutdown)
 	t.Cleanup(c.loop.Queue().ShutDown)
 	events := record.NewFakeRecorder(100)
@@ -66,10 +59,8 @@ func heavenWithRemote(remote *v1alpha1.Remote) *v1alpha1.Heaven {
 // status reads the Heaven's status from the fake root heaven.
 func status(t *testing.T, c *Controller) v1alpha1.HeavenStatus {
 	t.Helper()
-	u, err := c.client.Get(context.Background(), heaven, metav1.GetOptions{})
+	h, err := c.client.Get(context.Background(), heaven, metav1.GetOptions{})
 	require.NoError(t, err)
-	var h v1alpha1.Heaven
-	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &h))
 	return h.Status
 }
 
@@ -99,9 +90,9 @@ func TestReconcileReportsTheExchangeInStatus(t *testing.T) {
 	// Nothing new: the same heads are not merged again, and status is not
 	// rewritten for a fresher fetch time alone.
 	rv := func() string {
-		u, err := c.client.Get(context.Background(), heaven, metav1.GetOptions{})
+		h, err := c.client.Get(context.Background(), heaven, metav1.GetOptions{})
 		require.NoError(t, err)
-		return u.GetResourceVersion()
+		return h.ResourceVersion
 	}
 	before := rv()
 	_, err = c.reconcile(context.Background(), heaven)
