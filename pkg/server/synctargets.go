@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	synctargetctrl "github.com/heaven-dev/heaven/pkg/controllers/synctarget"
+	"github.com/heaven-dev/heaven/pkg/generated/clientset/versioned"
 )
 
 // startClusterController runs the controller of SyncTargets over the
@@ -24,7 +24,7 @@ func (s *Server) startClusterController(ctx context.Context, cfg *rest.Config) {
 	cfg.UserAgent = "heaven-server/" + synctargetctrl.ControllerName
 	opts := synctargetctrl.DefaultOptions()
 	opts.SyncerImage = s.cfg.SyncerImage
-	ctrl := synctargetctrl.New(dynamic.NewForConfigOrDie(cfg), kubernetes.NewForConfigOrDie(cfg), synctargetctrl.Deps{
+	ctrl := synctargetctrl.New(versioned.NewForConfigOrDie(cfg), kubernetes.NewForConfigOrDie(cfg), synctargetctrl.Deps{
 		ServerURL:  s.URL(),
 		CAPEM:      s.pki.CAPEM(),
 		CAPool:     s.pki.CAPool,

@@ -20,9 +20,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -32,6 +30,10 @@ import (
 
 	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
 	"github.com/heaven-dev/heaven/pkg/controllers/internal/reconcileloop"
+	"github.com/heaven-dev/heaven/pkg/generated/clientset/versioned"
+	heavenclient "github.com/heaven-dev/heaven/pkg/generated/clientset/versioned/typed/heaven/v1alpha1"
+	"github.com/heaven-dev/heaven/pkg/generated/informers/externalversions"
+	heavenlisters "github.com/heaven-dev/heaven/pkg/generated/listers/heaven/v1alpha1"
 	"github.com/heaven-dev/heaven/pkg/syncer/install"
 )
 
@@ -97,14 +99,15 @@ func DefaultOptions() Options {
 type Controller struct {
 	deps    Deps
 	opts    Options
-	client  dynamic.NamespaceableResourceInterface
+	client  heavenclient.SyncTargetInterface
 	targets cache.SharedIndexInformer
+	lister  heavenlisters.SyncTargetLister
 	secrets corelisters.SecretLister
 
-	dynFactory  dynamicinformer.DynamicSharedInformerFactory
-	kubeFactory informers.SharedInformerFactory
-	secretsInf  cache.SharedIndexInformer
-	loop        *reconcileloop.Loop
+	heavenFactory externalversions.SharedInformerFactory
+	kubeFactory   informers.SharedInformerFactory
+	secretsInf    cache.SharedIndexInformer
+	loop          *reconcileloop.Loop
 
 	// mu guards installed.
 	mu sync.Mutex
@@ -118,36 +121,34 @@ type Controller struct {
 const bySecret = "kubeconfigSecret"
 
 // New builds the controller over the root heaven's clients.
-func New(root dynamic.Interface, rootKube kubernetes.Interface, deps Deps, opts Options) *Controller {
+func New(root versioned.Interface, rootKube kubernetes.Interface, deps Deps, opts Options) *Controller {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	dynFactory := dynamicinformer.NewDynamicSharedInformerFactory(root, 0)
+	heavenFactory := externalversions.NewSharedInformerFactory(root, 0)
+	targets := heavenFactory.Heaven().V1alpha1().SyncTargets()
 	kubeFactory := informers.NewSharedInformerFactory(rootKube, 0)
 	c := &Controller{
-		deps:        deps,
-		opts:        opts,
-		client:      root.Resource(v1alpha1.SyncTargetsResource),
-		dynFactory:  dynFactory,
-		targets:     dynFactory.ForResource(v1alpha1.SyncTargetsResource).Informer(),
-		kubeFactory: kubeFactory,
-		secretsInf:  kubeFactory.Core().V1().Secrets().Informer(),
-		secrets:     kubeFactory.Core().V1().Secrets().Lister(),
-		installed:   map[string]installRecord{},
+		deps:          deps,
+		opts:          opts,
+		client:        root.HeavenV1alpha1().SyncTargets(),
+		heavenFactory: heavenFactory,
+		targets:       targets.Informer(),
+		lister:        targets.Lister(),
+		kubeFactory:   kubeFactory,
+		secretsInf:    kubeFactory.Core().V1().Secrets().Informer(),
+		secrets:       kubeFactory.Core().V1().Secrets().Lister(),
+		installed:     map[string]installRecord{},
 	}
 	c.loop = reconcileloop.New(reconcileloop.Options{Name: "synctarget", KeyName: "syncTarget",
 		RateLimiter: reconcileloop.Backoff(100*time.Millisecond, 2*time.Minute)}, c.reconcile)
 	_ = c.targets.AddIndexers(cache.Indexers{bySecret: func(obj any) ([]string, error) {
-		u, ok := obj.(*unstructured.Unstructured)
-		if !ok {
+		st, ok := obj.(*v1alpha1.SyncTarget)
+		if !ok || st.Spec.KubeconfigSecretRef == nil || st.Spec.KubeconfigSecretRef.Name == "" {
 			return nil, nil
 		}
-		ns, _, _ := unstructured.NestedString(u.Object, "spec", "kubeconfigSecretRef", "namespace")
-		name, _, _ := unstructured.NestedString(u.Object, "spec", "kubeconfigSecretRef", "name")
-		if name == "" {
-			return nil, nil
-		}
-		return []string{ns + "/" + name}, nil
+		ref := st.Spec.KubeconfigSecretRef
+		return []string{ref.Namespace + "/" + ref.Name}, nil
 	}})
 	enqueue := c.loop.Enqueue
 	// Every change matters, status too: a heartbeat makes a target Ready.
@@ -183,9 +184,9 @@ func New(root dynamic.Interface, rootKube kubernetes.Interface, deps Deps, opts 
 
 // Run reconciles until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) {
-	c.dynFactory.Start(ctx.Done())
+	c.heavenFactory.Start(ctx.Done())
 	c.kubeFactory.Start(ctx.Done())
-	defer c.dynFactory.Shutdown()
+	defer c.heavenFactory.Shutdown()
 	defer c.kubeFactory.Shutdown()
 	klog.FromContext(ctx).Info("Starting cluster controller", "syncerImage", c.opts.SyncerImage, "server", c.deps.ServerURL)
 	c.loop.Run(ctx, workers, c.targets.HasSynced, c.secretsInf.HasSynced)

@@ -9,7 +9,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
@@ -35,9 +34,10 @@ const uninstallRecheck = 2 * time.Second
 // finalize runs when a SyncTarget is being deleted: it uninstalls the
 // syncer (and deletes the namespaces the syncer created, with the copies
 // in them), waits until the syncer is gone, releases the heaven's objects
-// from the syncer's finalizer, and then lets the SyncTarget go.
-func (c *Controller) finalize(ctx context.Context, u *unstructured.Unstructured, st *v1alpha1.SyncTarget) (time.Duration, error) {
-	if !hasFinalizer(u) {
+// from the syncer's finalizer, and then lets the SyncTarget go. st is a
+// copy of cached, the SyncTarget as stored, to change.
+func (c *Controller) finalize(ctx context.Context, cached, st *v1alpha1.SyncTarget) (time.Duration, error) {
+	if !hasFinalizer(st) {
 		return 0, nil
 	}
 	c.forget(st.Name)
@@ -49,7 +49,7 @@ func (c *Controller) finalize(ctx context.Context, u *unstructured.Unstructured,
 				msg = "uninstalling: " + err.Error()
 			}
 			meta.SetStatusCondition(&st.Status.Conditions, condition(st, v1alpha1.SyncTargetInstalled, metav1.ConditionFalse, ReasonUninstalling, msg))
-			if statusErr := c.updateStatus(ctx, u, &st.Status); statusErr != nil && err == nil {
+			if statusErr := c.updateStatus(ctx, cached, st); statusErr != nil && err == nil {
 				err = statusErr
 			}
 			return uninstallRecheck, err
@@ -66,14 +66,8 @@ func (c *Controller) finalize(ctx context.Context, u *unstructured.Unstructured,
 			return 0, fmt.Errorf("revoking the syncer's credential: %w", err)
 		}
 	}
-	var keep []string
-	for _, f := range u.GetFinalizers() {
-		if f != v1alpha1.SyncTargetFinalizer {
-			keep = append(keep, f)
-		}
-	}
-	u.SetFinalizers(keep)
-	if _, err := c.client.Update(ctx, u, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+	st.Finalizers = without(st.Finalizers, v1alpha1.SyncTargetFinalizer)
+	if _, err := c.client.Update(ctx, st, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return 0, err
 	}
 	klog.FromContext(ctx).V(2).Info("Released SyncTarget")

@@ -23,6 +23,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
+	heavenfake "github.com/heaven-dev/heaven/pkg/generated/clientset/versioned/fake"
 	"github.com/heaven-dev/heaven/pkg/pki"
 	"github.com/heaven-dev/heaven/pkg/syncer"
 	"github.com/heaven-dev/heaven/pkg/syncer/install"
@@ -34,7 +35,7 @@ import (
 type fixture struct {
 	t       *testing.T
 	c       *Controller
-	root    *dynamicfake.FakeDynamicClient
+	root    *heavenfake.Clientset
 	phys    *dynamicfake.FakeDynamicClient
 	now     time.Time
 	issued  int
@@ -50,8 +51,7 @@ func newFixture(t *testing.T, target *v1alpha1.SyncTarget) *fixture {
 	f := &fixture{t: t, now: time.Now()}
 	bundle, err := pki.Ensure(t.TempDir(), nil)
 	require.NoError(t, err)
-	f.root = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{v1alpha1.SyncTargetsResource: "SyncTargetList"})
+	f.root = heavenfake.NewSimpleClientset()
 	f.phys = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
 		install.NamespacesResource: "NamespaceList", install.SecretsResource: "SecretList",
 		install.ServiceAccountsResource: "ServiceAccountList", install.DeploymentsResource: "DeploymentList",
@@ -85,9 +85,7 @@ func newFixture(t *testing.T, target *v1alpha1.SyncTarget) *fixture {
 		},
 	}, opts)
 	require.NoError(t, f.c.secretsInf.GetIndexer().Add(secret))
-	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(target)
-	require.NoError(t, err)
-	_, err = f.root.Resource(v1alpha1.SyncTargetsResource).Create(t.Context(), &unstructured.Unstructured{Object: raw}, metav1.CreateOptions{})
+	_, err = f.root.HeavenV1alpha1().SyncTargets().Create(t.Context(), target, metav1.CreateOptions{})
 	require.NoError(t, err)
 	return f
 }
@@ -135,22 +133,20 @@ func testSyncTarget() *v1alpha1.SyncTarget {
 // and reconciles it.
 func (f *fixture) reconcile() (time.Duration, error) {
 	f.t.Helper()
-	u, err := f.root.Resource(v1alpha1.SyncTargetsResource).Get(f.t.Context(), testTarget, metav1.GetOptions{})
+	st, err := f.root.HeavenV1alpha1().SyncTargets().Get(f.t.Context(), testTarget, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return 0, nil
 	}
 	require.NoError(f.t, err)
-	require.NoError(f.t, f.c.targets.GetStore().Update(u))
+	require.NoError(f.t, f.c.targets.GetStore().Update(st))
 	return f.c.reconcile(f.t.Context(), testTarget)
 }
 
 func (f *fixture) target() *v1alpha1.SyncTarget {
 	f.t.Helper()
-	u, err := f.root.Resource(v1alpha1.SyncTargetsResource).Get(f.t.Context(), testTarget, metav1.GetOptions{})
+	st, err := f.root.HeavenV1alpha1().SyncTargets().Get(f.t.Context(), testTarget, metav1.GetOptions{})
 	require.NoError(f.t, err)
-	var st v1alpha1.SyncTarget
-	require.NoError(f.t, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &st))
-	return &st
+	return st
 }
 
 func (f *fixture) condition(typ string) metav1.Condition {
@@ -171,10 +167,11 @@ func (f *fixture) installedKubeconfig() []byte {
 
 func (f *fixture) heartbeat() {
 	f.t.Helper()
-	u, err := f.root.Resource(v1alpha1.SyncTargetsResource).Get(f.t.Context(), testTarget, metav1.GetOptions{})
+	st, err := f.root.HeavenV1alpha1().SyncTargets().Get(f.t.Context(), testTarget, metav1.GetOptions{})
 	require.NoError(f.t, err)
-	require.NoError(f.t, unstructured.SetNestedField(u.Object, metav1.NewTime(f.now).UTC().Format(time.RFC3339), "status", "lastSyncerHeartbeatTime"))
-	_, err = f.root.Resource(v1alpha1.SyncTargetsResource).UpdateStatus(f.t.Context(), u, metav1.UpdateOptions{})
+	at := metav1.NewTime(f.now).Rfc3339Copy() // as the API server stores it
+	st.Status.LastSyncerHeartbeatTime = &at
+	_, err = f.root.HeavenV1alpha1().SyncTargets().UpdateStatus(f.t.Context(), st, metav1.UpdateOptions{})
 	require.NoError(f.t, err)
 }
 
@@ -268,11 +265,11 @@ func TestReconcileInstallsAndTracksHeartbeats(t *testing.T) {
 			_, err := f.phys.Resource(install.NamespacesResource).Create(t.Context(), ns, metav1.CreateOptions{})
 			require.NoError(t, err)
 		}
-		u, err := f.root.Resource(v1alpha1.SyncTargetsResource).Get(t.Context(), testTarget, metav1.GetOptions{})
+		st, err := f.root.HeavenV1alpha1().SyncTargets().Get(t.Context(), testTarget, metav1.GetOptions{})
 		require.NoError(t, err)
 		now := metav1.NewTime(f.now)
-		u.SetDeletionTimestamp(&now)
-		_, err = f.root.Resource(v1alpha1.SyncTargetsResource).Update(t.Context(), u, metav1.UpdateOptions{})
+		st.DeletionTimestamp = &now
+		_, err = f.root.HeavenV1alpha1().SyncTargets().Update(t.Context(), st, metav1.UpdateOptions{})
 		require.NoError(t, err)
 
 		_, err = f.reconcile()
