@@ -6,11 +6,10 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/klog/v2"
 
 	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
+	"github.com/heaven-dev/heaven/pkg/generated/clientset/versioned"
 )
 
 // Every heaven has a Heaven object in root, so that `kubectl get heavens`
@@ -38,8 +37,8 @@ func (s *Server) adopt(name string) {
 	}
 	exists, err := s.heavenCtrl.Load().Exists(ctx, name)
 	if err == nil && !exists {
-		var root dynamic.Interface
-		if root, err = s.loopbackDynamic(RootHeaven); err == nil {
+		var root versioned.Interface
+		if root, err = s.loopbackHeaven(RootHeaven); err == nil {
 			err = createHeavenObject(ctx, root, name)
 		}
 	}
@@ -68,13 +67,9 @@ func (s *Server) adoptBranches(ctx context.Context) {
 	}
 }
 
-func createHeavenObject(ctx context.Context, client dynamic.Interface, name string) error {
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": v1alpha1.SchemeGroupVersion.String(),
-		"kind":       "Heaven",
-		"metadata":   map[string]any{"name": name},
-	}}
-	_, err := client.Resource(v1alpha1.HeavensResource).Create(ctx, u, metav1.CreateOptions{})
+func createHeavenObject(ctx context.Context, client versioned.Interface, name string) error {
+	h := &v1alpha1.Heaven{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	_, err := client.HeavenV1alpha1().Heavens().Create(ctx, h, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		return nil
 	}

@@ -8,8 +8,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
 	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
@@ -51,7 +49,7 @@ func (s *Server) branchExists(ctx context.Context, heaven string) (bool, error) 
 // SyncTargets made before requesters were recorded, or by heaven-server,
 // act for nobody and are not checked.
 type syncTargetRights struct {
-	get       func(ctx context.Context, name string) (*unstructured.Unstructured, error)
+	get       func(ctx context.Context, name string) (*v1alpha1.SyncTarget, error)
 	authorize deputy.Authorizer
 
 	mu      sync.Mutex
@@ -83,32 +81,28 @@ func (r *syncTargetRights) authorized(ctx context.Context, target string) (bool,
 
 func (r *syncTargetRights) check(ctx context.Context, target string) syncTargetCheck {
 	now := time.Now()
-	u, err := r.get(ctx, target)
+	st, err := r.get(ctx, target)
 	if apierrors.IsNotFound(err) {
 		return syncTargetCheck{ok: true, at: now} // the front already scoped it; its finalizer is at work
 	}
 	if err != nil {
 		return syncTargetCheck{reason: fmt.Sprintf("checking SyncTarget %s: %v", target, err), at: now}
 	}
-	requester, ok := deputy.Requester(u)
+	requester, ok := deputy.Requester(st)
 	if !ok {
 		return syncTargetCheck{ok: true, at: now}
 	}
-	var st v1alpha1.SyncTarget
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &st); err != nil {
-		return syncTargetCheck{reason: err.Error(), at: now}
-	}
-	if err := deputy.Check(ctx, r.authorize, requester, deputy.SyncTargetRights(&st)); err != nil {
+	if err := deputy.Check(ctx, r.authorize, requester, deputy.SyncTargetRights(st)); err != nil {
 		return syncTargetCheck{reason: fmt.Sprintf("SyncTarget %s acts for a user who lost a right: %v", target, err), at: now}
 	}
 	return syncTargetCheck{ok: true, at: now}
 }
 
 // getSyncTarget reads a SyncTarget from root.
-func (s *Server) getSyncTarget(ctx context.Context, name string) (*unstructured.Unstructured, error) {
-	root, err := s.loopbackDynamic(RootHeaven)
+func (s *Server) getSyncTarget(ctx context.Context, name string) (*v1alpha1.SyncTarget, error) {
+	root, err := s.loopbackHeaven(RootHeaven)
 	if err != nil {
 		return nil, err
 	}
-	return root.Resource(v1alpha1.SyncTargetsResource).Get(ctx, name, metav1.GetOptions{})
+	return root.HeavenV1alpha1().SyncTargets().Get(ctx, name, metav1.GetOptions{})
 }

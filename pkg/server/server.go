@@ -24,7 +24,6 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/endpoints/request"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
@@ -38,6 +37,7 @@ import (
 	heavenctrl "github.com/heaven-dev/heaven/pkg/controllers/heaven"
 	remotectrl "github.com/heaven-dev/heaven/pkg/controllers/remote"
 	"github.com/heaven-dev/heaven/pkg/deputy"
+	"github.com/heaven-dev/heaven/pkg/generated/clientset/versioned"
 	"github.com/heaven-dev/heaven/pkg/githook"
 	"github.com/heaven-dev/heaven/pkg/gitstore"
 	"github.com/heaven-dev/heaven/pkg/heavenapi"
@@ -467,13 +467,13 @@ func (s *Server) loopbackKube(name string) (kubernetes.Interface, error) {
 	return kubernetes.NewForConfigAndClient(s.loopbackConfig(name), c)
 }
 
-// loopbackDynamic is a dynamic client of heaven name over loopbackHTTP.
-func (s *Server) loopbackDynamic(name string) (dynamic.Interface, error) {
+// loopbackHeaven is a heaven.dev clientset of heaven name over loopbackHTTP.
+func (s *Server) loopbackHeaven(name string) (versioned.Interface, error) {
 	c, err := s.loopbackHTTP()
 	if err != nil {
 		return nil, err
 	}
-	return dynamic.NewForConfigAndClient(s.loopbackConfig(name), c)
+	return versioned.NewForConfigAndClient(s.loopbackConfig(name), c)
 }
 
 // loopbackConfig reaches heaven name through the in-memory listener.

@@ -5,9 +5,7 @@ import (
 	"sort"
 	"sync"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -15,6 +13,8 @@ import (
 
 	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
 	"github.com/heaven-dev/heaven/pkg/controllers/splitter"
+	"github.com/heaven-dev/heaven/pkg/generated/clientset/versioned"
+	"github.com/heaven-dev/heaven/pkg/generated/informers/externalversions"
 )
 
 // splitters runs a Deployment splitter in every heaven that SyncTargets
@@ -42,9 +42,13 @@ func (s *Server) startSplitters(ctx context.Context, cfg *rest.Config) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.UserAgent = "heaven-server/" + splitter.ControllerName
 	sp := &splitters{s: s, targets: map[string][]string{}, running: map[string]*runningSplitter{}}
-	factory := dynamicinformer.NewDynamicSharedInformerFactory(dynamic.NewForConfigOrDie(cfg), 0)
-	inf := factory.ForResource(v1alpha1.SyncTargetsResource).Informer()
-	changed := func(any) { sp.sync(ctx, inf.GetStore().List()) }
+	factory := externalversions.NewSharedInformerFactory(versioned.NewForConfigOrDie(cfg), 0)
+	targets := factory.Heaven().V1alpha1().SyncTargets()
+	inf, lister := targets.Informer(), targets.Lister()
+	changed := func(any) {
+		all, _ := lister.List(labels.Everything()) // a cache's List never fails
+		sp.sync(ctx, all)
+	}
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: changed, UpdateFunc: func(_, obj any) { changed(obj) }, DeleteFunc: changed,
 	})
@@ -54,15 +58,11 @@ func (s *Server) startSplitters(ctx context.Context, cfg *rest.Config) {
 }
 
 // sync makes the running splitters match the SyncTargets.
-func (sp *splitters) sync(ctx context.Context, objs []any) {
+func (sp *splitters) sync(ctx context.Context, targets []*v1alpha1.SyncTarget) {
 	byHeaven := map[string][]string{}
-	for _, o := range objs {
-		u, ok := o.(*unstructured.Unstructured)
-		if !ok || u.GetDeletionTimestamp() != nil {
-			continue
-		}
-		if h, _, _ := unstructured.NestedString(u.Object, "spec", "heaven"); h != "" {
-			byHeaven[h] = append(byHeaven[h], u.GetName())
+	for _, t := range targets {
+		if t.DeletionTimestamp == nil && t.Spec.Heaven != "" {
+			byHeaven[t.Spec.Heaven] = append(byHeaven[t.Spec.Heaven], t.Name)
 		}
 	}
 	sp.mu.Lock()
