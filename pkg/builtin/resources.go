@@ -98,6 +98,18 @@ func StorageCodec(gr schema.GroupResource, example runtime.Object) (runtime.Code
 	return c.Codec, c.EncodeVersioner, nil
 }
 
+// KubeAPIServerPrefix is where kube-apiserver keeps the objects of a
+// built-in resource in etcd, below its --etcd-prefix: mostly the resource's
+// name ("pods", "deployments", "roles"), some older ones elsewhere
+// ("services/specs", "minions").
+func KubeAPIServerPrefix(gr schema.GroupResource) (string, error) {
+	f, err := storageFactory()
+	if err != nil {
+		return "", err
+	}
+	return f.ResourcePrefix(gr), nil
+}
+
 // NewStored returns a new object of the Go type a resource is stored as
 // (its storage version, from k8s.io/api), to decode stored JSON into.
 func NewStored(r Resource) (runtime.Object, error) {

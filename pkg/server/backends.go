@@ -40,6 +40,7 @@ func openGitStore(dir string, m *metrics, opts gitstore.Options) (*gitstore.Repo
 // etcdBackend is the etcd of ephemeral resources: embedded or external.
 type etcdBackend struct {
 	embedded *embed.Etcd
+	endpoint string // of the embedded etcd
 	client   *clientv3k.Client
 }
 
@@ -50,7 +51,7 @@ func startEtcdBackend(dir string, servers []string) (*etcdBackend, error) {
 		if err != nil {
 			return nil, fmt.Errorf("embedded etcd in %s: %w", dir, err)
 		}
-		b.embedded, servers = e, []string{endpoint}
+		b.embedded, b.endpoint, servers = e, endpoint, []string{endpoint}
 	}
 	client, err := newEtcdClient(servers)
 	if err != nil {

@@ -29,6 +29,13 @@ type Options struct {
 	EtcdServers        []string
 	EphemeralResources []string
 
+	// EtcdAPIURLs serve the repository of heavens over the etcd v3 API
+	// (etcdapi.go); none: not served.
+	EtcdAPIURLs []string
+	// EtcdAPILayout names the keys there: EtcdAPILayoutKube or
+	// EtcdAPILayoutHeaven.
+	EtcdAPILayout string
+
 	// AuthenticationConfig is kube-apiserver's structured authentication
 	// configuration file: JWT (OIDC) issuers whose tokens authenticate.
 	AuthenticationConfig string
@@ -79,6 +86,7 @@ func NewOptions() *Options {
 		BindAddress:                "127.0.0.1",
 		SecurePort:                 6443,
 		Storage:                    StorageGit,
+		EtcdAPILayout:              EtcdAPILayoutKube,
 		EphemeralResources:         []string{"events", "events.events.k8s.io", "leases.coordination.k8s.io"},
 		AutoCreateHeavens:          true,
 		IdleTimeout:                5 * time.Minute,
@@ -112,6 +120,13 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"etcd v3 endpoints (http://host:port) for ephemeral resources. Empty: an etcd embedded in this process, with its data in <data-dir>/etcd.")
 	fs.StringSliceVar(&o.EphemeralResources, "ephemeral-resources", o.EphemeralResources,
 		"Resources (resource.group; core resources without a group) stored in etcd under a per-heaven prefix and never committed to git.")
+	fs.StringSliceVar(&o.EtcdAPIURLs, "etcd-api-urls", o.EtcdAPIURLs,
+		"Also serve the heavens' git repository over the etcd v3 API on these URLs: http://127.0.0.1:PORT (loopback only: the etcd API has no authentication; port 0 picks one) or unix:///ABSOLUTE/PATH. "+
+			"The first component of every key names the heaven (/team-a/...), so that a stock kube-apiserver can run on a heaven's branch "+
+			"(--etcd-servers=URL --etcd-prefix=/team-a/registry --storage-media-type=application/json --etcd-compaction-interval=0) while heavens, merges and remotes work on it. Empty: not served.")
+	fs.StringVar(&o.EtcdAPILayout, "etcd-api-layout", o.EtcdAPILayout,
+		"Key names of the etcd API: '"+EtcdAPILayoutKube+"' (kube-apiserver's: /team-a/registry/pods/..., /team-a/registry/services/specs/...; objects of built-in resources are where the heaven keeps them) "+
+			"or '"+EtcdAPILayoutHeaven+"' (the branch's own: /team-a/core/pods/...).")
 	fs.StringVar(&o.AuthenticationConfig, "authentication-config", o.AuthenticationConfig,
 		"File with an AuthenticationConfiguration (apiserver.config.k8s.io/v1, as kube-apiserver's --authentication-config takes it): the JWT (OIDC) issuers whose bearer tokens authenticate users, with their claim mappings. Client certificates of the heaven CA always authenticate.")
 	fs.IntVar(&o.MaxHeavensPerUser, "max-heavens-per-user", o.MaxHeavensPerUser,
@@ -163,6 +178,17 @@ func (o *Options) Validate() []error {
 	}
 	if o.Storage != StorageGit && o.Storage != StorageEtcd {
 		errs = append(errs, fmt.Errorf("--storage %q: want %q or %q", o.Storage, StorageGit, StorageEtcd))
+	}
+	for _, u := range o.EtcdAPIURLs {
+		if err := validateEtcdAPIURL(u); err != nil {
+			errs = append(errs, fmt.Errorf("--etcd-api-urls: %w", err))
+		}
+	}
+	if o.EtcdAPILayout != EtcdAPILayoutKube && o.EtcdAPILayout != EtcdAPILayoutHeaven {
+		errs = append(errs, fmt.Errorf("--etcd-api-layout %q: want %q or %q", o.EtcdAPILayout, EtcdAPILayoutKube, EtcdAPILayoutHeaven))
+	}
+	if len(o.EtcdAPIURLs) > 0 && o.Storage != StorageGit {
+		errs = append(errs, fmt.Errorf("--etcd-api-urls needs --storage=%s: it serves the git repository", StorageGit))
 	}
 	if o.MaxRequestsInflight < 0 || o.MaxRequestsInflightPerHeaven < 0 || o.MaxRequestsQueuedPerHeaven < 0 {
 		errs = append(errs, fmt.Errorf("--max-requests-inflight, --max-requests-inflight-per-heaven and --max-requests-queued-per-heaven must not be negative"))

@@ -78,6 +78,7 @@ type Server struct {
 	pki      *pki.Bundle
 	repo     *gitstore.Repository // nil with --storage=etcd
 	etcd     *etcdBackend
+	etcdAPI  *etcdAPI // nil without --etcd-api-urls
 	heavens  *heavens
 	front    *front
 	mem      *memnet.Listener
@@ -158,6 +159,9 @@ func (c CompletedConfig) New() (_ *Server, err error) {
 		s.installPreReceiveHook(repoDir)
 	}
 
+	if s.etcdAPI, err = s.newEtcdAPI(); err != nil {
+		return nil, err
+	}
 	s.listener, err = net.Listen("tcp", net.JoinHostPort(c.BindAddress, strconv.Itoa(c.SecurePort)))
 	if err != nil {
 		return nil, err
@@ -234,9 +238,12 @@ func (s *Server) Run(ctx context.Context) error {
 	memServer.Protocols = new(http.Protocols)
 	memServer.Protocols.SetHTTP1(true)
 	memServer.Protocols.SetUnencryptedHTTP2(true)
-	errs := make(chan error, 2)
+	errs := make(chan error, 2+len(s.cfg.EtcdAPIURLs))
 	go func() { errs <- tlsServer.ServeTLS(s.listener, "", "") }()
 	go func() { errs <- memServer.Serve(s.mem) }()
+	if s.etcdAPI != nil {
+		s.etcdAPI.serve(ctx, s.cfg.EtcdAPILayout, s.EphemeralEtcdURLs(), errs)
+	}
 
 	runCtx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -248,6 +255,9 @@ func (s *Server) Run(ctx context.Context) error {
 	defer done()
 	logger.Info("Shutting down")
 	_ = tlsServer.Shutdown(shutdownCtx)
+	if s.etcdAPI != nil {
+		s.etcdAPI.shutdown(shutdownCtx)
+	}
 	s.heavens.stopAll(shutdownCtx)
 	_ = memServer.Shutdown(shutdownCtx)
 	s.close(shutdownCtx)
@@ -285,6 +295,9 @@ func (s *Server) close(ctx context.Context) {
 	}
 	if s.listener != nil {
 		_ = s.listener.Close()
+	}
+	if s.etcdAPI != nil {
+		s.etcdAPI.close()
 	}
 	_ = s.mem.Close()
 	if s.repo != nil {

@@ -20,8 +20,12 @@ import (
 // branch, or "\x00" ("every key >= start") or the prefix end "/<branch>0",
 // both of which are clamped to the end of the branch. An end that sorts
 // before "/<branch>/" makes an empty range, as in etcd.
+//
+// keys, if set, renames keys below the branch (KeyMap): requests' keys
+// after the branch is split off, responses' before it is put back.
 type router struct {
 	single string
+	keys   *KeyMap
 }
 
 func (rt router) prefixMode() bool { return rt.single == "" }
@@ -68,6 +72,34 @@ func (sc *scope) name(branch string, key []byte) {
 
 // point routes a single key and returns the store key.
 func (sc *scope) point(key []byte) []byte {
+	k := sc.branchKey(key)
+	if sc.err != nil || sc.rt.keys == nil {
+		return k
+	}
+	s, err := sc.rt.keys.StoreKey(k)
+	if err != nil {
+		sc.fail(invalidArgument("%v", err))
+		return k
+	}
+	return s
+}
+
+// interval routes [key, end) and returns the store key and end.
+func (sc *scope) interval(key, end []byte) ([]byte, []byte) {
+	k, e := sc.branchInterval(key, end)
+	if sc.err != nil || sc.rt.keys == nil {
+		return k, e
+	}
+	s, se, err := sc.rt.keys.StoreRange(k, e)
+	if err != nil {
+		sc.fail(invalidArgument("%v", err))
+		return k, e
+	}
+	return s, se
+}
+
+// branchKey is key below its branch.
+func (sc *scope) branchKey(key []byte) []byte {
 	if !sc.rt.prefixMode() {
 		return key
 	}
@@ -80,12 +112,12 @@ func (sc *scope) point(key []byte) []byte {
 	return rest
 }
 
-// interval routes [key, end) and returns the store key and end.
-func (sc *scope) interval(key, end []byte) ([]byte, []byte) {
+// branchInterval is [key, end) below its branch.
+func (sc *scope) branchInterval(key, end []byte) ([]byte, []byte) {
 	if !sc.rt.prefixMode() {
 		return key, end
 	}
-	skey := sc.point(key)
+	skey := sc.branchKey(key)
 	if sc.err != nil || len(end) == 0 {
 		return skey, end
 	}
@@ -163,13 +195,16 @@ func (sc *scope) txnRequest(r *pb.TxnRequest) {
 // shared (with its index, with other watchers): results copy keys, never
 // change them.
 func (rt router) clientKeys(branch string) clientKeyFunc {
-	if !rt.prefixMode() {
+	if !rt.prefixMode() && rt.keys == nil {
 		return func(key string) []byte { return []byte(key) }
 	}
 	return func(key string) []byte { return rt.clientKey(branch, []byte(key)) }
 }
 
 func (rt router) clientKey(branch string, key []byte) []byte {
+	if rt.keys != nil {
+		key = rt.keys.ClientKey(key)
+	}
 	if !rt.prefixMode() {
 		return key
 	}
@@ -186,7 +221,7 @@ func (rt router) leaseKeys(keys []gitstore.LeaseKey) [][]byte {
 		if rt.prefixMode() {
 			out = append(out, rt.clientKey(k.Branch, k.Key))
 		} else if k.Branch == rt.single {
-			out = append(out, k.Key)
+			out = append(out, rt.clientKey(k.Branch, k.Key))
 		}
 	}
 	return out

@@ -59,6 +59,9 @@ type Config struct {
 	// ClientURLs are the URLs MemberList advertises. Default: the URLs of
 	// the listeners passed to Serve.
 	ClientURLs []string
+	// Keys renames keys below the branch (nil: clients name keys as the
+	// store does): for a stock kube-apiserver on a heaven's branch.
+	Keys *KeyMap
 }
 
 // Server is the etcd v3 gRPC API over a gitstore.Repository: KV, Watch,
@@ -93,7 +96,7 @@ func newServer(be backend, cfg Config) (*Server, error) {
 	s := &Server{
 		cfg:     cfg,
 		backend: be,
-		rt:      router{single: cfg.Branch},
+		rt:      router{single: cfg.Branch, keys: cfg.Keys},
 		hdr:     newHeader(cfg.RepositoryPath, cfg.Branch),
 		health:  health.NewServer(),
 		stopc:   make(chan struct{}),

@@ -263,6 +263,42 @@ func StartClusters(t testing.TB, names ...string) []*Cluster {
 	return clusters
 }
 
+// StartKubeAPIServer runs a stock kube-apiserver alone (no controllers) for
+// a test, with etcdArgs as its etcd flags (--etcd-servers and the rest): a
+// kube-apiserver on a heaven's branch, through heaven-server's etcd API. It
+// is stopped when the test ends. Local clusters only.
+func StartKubeAPIServer(t testing.TB, name string, etcdArgs ...string) *Cluster {
+	t.Helper()
+	p := &localProvider{}
+	var err error
+	if p.apiServer, err = kubeAPIServer.path(); err != nil {
+		skipOrFail(t, err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), startTimeout)
+	defer cancel()
+	c, err := p.startAPIServerOnly(ctx, name, t.TempDir(), etcdArgs)
+	if c != nil {
+		t.Cleanup(func() {
+			stopErr := c.Stop()
+			if t.Failed() || stopErr != nil {
+				for _, log := range c.logs {
+					if _, err := os.Stat(log); err == nil {
+						t.Logf("%s", tail(log, 32<<10))
+					}
+				}
+			}
+			if stopErr != nil {
+				t.Errorf("kube-apiserver %s: %v", c.Name, stopErr)
+			}
+		})
+	}
+	if err != nil {
+		t.Fatalf("kube-apiserver %s: %v", name, err)
+	}
+	t.Logf("kube-apiserver %s ready in %v", name, c.startup.Round(time.Millisecond))
+	return c
+}
+
 // skipOrFail skips the test for a missing prerequisite, or fails it under CI
 // (CI=true), where a skipped e2e suite would pass unnoticed.
 func skipOrFail(t testing.TB, err error) {

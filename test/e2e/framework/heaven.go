@@ -53,6 +53,10 @@ type HeavenServer struct {
 	url     string
 	admin   *rest.Config // the admin's credentials, for the root heaven
 
+	// etcdAPI and ephemeralEtcd are the server's etcd endpoints (see
+	// EtcdAPIURLs and EphemeralEtcdURLs).
+	etcdAPI, ephemeralEtcd []string
+
 	mu     sync.Mutex // guards cancel and done
 	cancel context.CancelFunc
 	done   chan error // Run's result; nil while stopped
@@ -129,6 +133,7 @@ func (h *HeavenServer) Start(ctx context.Context) error {
 		}
 		h.admin.QPS, h.admin.Burst = 200, 400
 	}
+	h.etcdAPI, h.ephemeralEtcd = s.EtcdAPIURLs(), s.EphemeralEtcdURLs()
 	runCtx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(runCtx) }()
@@ -223,6 +228,14 @@ func (h *HeavenServer) Dynamic(heaven string) dynamic.Interface {
 func (h *HeavenServer) CRDs(heaven string) apiextensionsclient.Interface {
 	return apiextensionsclient.NewForConfigOrDie(h.RESTConfig(heaven))
 }
+
+// EtcdAPIURLs are where the server serves its repository over the etcd
+// API (server.Options.EtcdAPIURLs), as of its last start.
+func (h *HeavenServer) EtcdAPIURLs() []string { return h.etcdAPI }
+
+// EphemeralEtcdURLs are the endpoints of the server's etcd of ephemeral
+// resources, as of its last start.
+func (h *HeavenServer) EphemeralEtcdURLs() []string { return h.ephemeralEtcd }
 
 // RepositoryPath is the server's bare git repository, one branch per
 // heaven.

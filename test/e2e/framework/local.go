@@ -62,6 +62,9 @@ type localCluster struct {
 	etcd         *etcdtest.Server
 	etcdLog      *os.File
 	etcdURL      string
+	// etcdArgs, if set, are kube-apiserver's etcd flags instead of
+	// --etcd-servers=etcdURL (a kube-apiserver on a heaven's branch).
+	etcdArgs     []string
 	apiServerURL string
 	// apiServerPort is kept across restarts of kube-apiserver, so that
 	// clients (and kube-controller-manager) find it where it was.
@@ -110,6 +113,27 @@ func (p *localProvider) start(ctx context.Context, name, dir string) (*Cluster, 
 	})
 	step("controllers", func() error { return lc.waitForControllers(ctx, c) })
 	c.startup, c.phases = time.Since(began), strings.Join(phases, ", ")
+	return c, err
+}
+
+// startAPIServerOnly runs kube-apiserver alone, with etcdArgs for its etcd.
+func (p *localProvider) startAPIServerOnly(ctx context.Context, name, dir string, etcdArgs []string) (*Cluster, error) {
+	began := time.Now()
+	lc := &localCluster{dir: dir, apiServerBin: p.apiServer, etcdArgs: etcdArgs}
+	c := &Cluster{
+		Name:       name,
+		Kubeconfig: filepath.Join(dir, "admin.kubeconfig"),
+		logs:       []string{filepath.Join(dir, "kube-apiserver.log")},
+		stop:       lc.stop,
+		apiServer:  lc,
+	}
+	lc.cluster = c
+	var err error
+	if lc.pki, err = newPKI(dir, serviceIP); err != nil {
+		return c, err
+	}
+	err = retryBind(func() (*process, error) { return lc.startAPIServer(ctx, 0) })
+	c.startup, c.phases = time.Since(began), "kube-apiserver"
 	return c, err
 }
 
@@ -168,26 +192,29 @@ func (lc *localCluster) startAPIServer(ctx context.Context, port int) (*process,
 	lc.apiServerURL = "https://127.0.0.1:" + strconv.Itoa(port)
 	certDir := filepath.Join(lc.dir, "kube-apiserver")
 	p := lc.pki
-	args := []string{
-		"--etcd-servers=" + lc.etcdURL,
+	etcdArgs := lc.etcdArgs
+	if etcdArgs == nil {
+		etcdArgs = []string{"--etcd-servers=" + lc.etcdURL}
+	}
+	args := append(etcdArgs[:len(etcdArgs):len(etcdArgs)],
 		"--bind-address=127.0.0.1",
-		"--secure-port=" + strconv.Itoa(port),
-		"--advertise-address=" + advertiseAddress,
-		"--cert-dir=" + certDir, // unused: the certificate is given
-		"--tls-cert-file=" + p.APIServerCert,
-		"--tls-private-key-file=" + p.APIServerKey,
-		"--client-ca-file=" + p.CAFile,
+		"--secure-port="+strconv.Itoa(port),
+		"--advertise-address="+advertiseAddress,
+		"--cert-dir="+certDir, // unused: the certificate is given
+		"--tls-cert-file="+p.APIServerCert,
+		"--tls-private-key-file="+p.APIServerKey,
+		"--client-ca-file="+p.CAFile,
 		"--authorization-mode=Node,RBAC",
-		"--service-cluster-ip-range=" + serviceCIDR,
+		"--service-cluster-ip-range="+serviceCIDR,
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--service-account-key-file=" + p.SAPub,
-		"--service-account-signing-key-file=" + p.SAKey,
+		"--service-account-key-file="+p.SAPub,
+		"--service-account-signing-key-file="+p.SAKey,
 		// On SIGTERM, end the watches (clients' and kube-controller-manager's)
 		// and wait this long for them; by default the open watches keep
 		// the HTTP server's shutdown waiting for a minute.
 		"--shutdown-watch-termination-grace-period=5s",
 		"--v=1",
-	}
+	)
 	// A restart appends to the log of the first start.
 	apiServer, err := startProcess("kube-apiserver", lc.apiServerBin, filepath.Join(lc.dir, "kube-apiserver.log"), args)
 	if err != nil {
