@@ -9,8 +9,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 
@@ -41,22 +39,14 @@ func (s *Syncer) heartbeatInterval() time.Duration {
 	return s.cfg.HeartbeatInterval
 }
 
-// cachedTarget is the SyncTarget from the cache, nil if not there (yet)
-// or not decodable.
+// cachedTarget is the SyncTarget from the cache, nil if not there (yet).
+// It is the cache's: never changed.
 func (s *Syncer) cachedTarget() *v1alpha1.SyncTarget {
-	obj, ok, _ := s.target.GetStore().GetByKey(s.id.target)
-	if !ok {
+	target, err := s.targetLister.Get(s.id.target)
+	if err != nil {
 		return nil
 	}
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return nil
-	}
-	var target v1alpha1.SyncTarget
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &target); err != nil {
-		return nil
-	}
-	return &target
+	return target
 }
 
 // heartbeat writes the heartbeat, the resources' states and object counts
@@ -81,27 +71,18 @@ func (s *Syncer) writeStatus(ctx context.Context, heartbeat bool) error {
 	s.statusMu.Lock()
 	defer s.statusMu.Unlock()
 	resources := s.resourceStatuses()
-	client := s.root.Resource(v1alpha1.SyncTargetsResource)
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		u, err := client.Get(ctx, s.id.target, metav1.GetOptions{})
+		target, err := s.targets.Get(ctx, s.id.target, metav1.GetOptions{})
 		if err != nil {
 			return fmt.Errorf("reading SyncTarget %s: %w", s.id.target, err)
 		}
-		var target v1alpha1.SyncTarget
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &target); err != nil {
-			return err
-		}
-		status := &target.Status // freshly decoded: ours to change
-		s.fillStatus(status, resources, heartbeat, target.Generation)
-		raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(status)
-		if err != nil {
-			return err
-		}
-		if old, _, _ := unstructured.NestedFieldNoCopy(u.Object, "status"); equalJSON(old, raw) {
+		stored := target.Status.DeepCopy()
+		// target was just read, not cached: ours to change.
+		s.fillStatus(&target.Status, resources, heartbeat, target.Generation)
+		if equalJSON(stored, &target.Status) {
 			return nil
 		}
-		u.Object["status"] = raw
-		_, err = client.UpdateStatus(ctx, u, metav1.UpdateOptions{})
+		_, err = s.targets.UpdateStatus(ctx, target, metav1.UpdateOptions{})
 		return err
 	})
 }

@@ -26,7 +26,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -34,7 +33,6 @@ import (
 	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -46,6 +44,10 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
+	"github.com/heaven-dev/heaven/pkg/generated/clientset/versioned"
+	heavenclient "github.com/heaven-dev/heaven/pkg/generated/clientset/versioned/typed/heaven/v1alpha1"
+	"github.com/heaven-dev/heaven/pkg/generated/informers/externalversions"
+	heavenlisters "github.com/heaven-dev/heaven/pkg/generated/listers/heaven/v1alpha1"
 )
 
 // Syncer syncs one heaven with one physical cluster for one SyncTarget.
@@ -54,8 +56,9 @@ type Syncer struct {
 	id  identity
 
 	up, down sides
-	// root reaches the heaven holding the SyncTarget.
-	root dynamic.Interface
+	// targets reaches the SyncTargets of the heaven holding the syncer's
+	// (root), where only that one may be read and its status written.
+	targets heavenclient.SyncTargetInterface
 
 	recorder    record.EventRecorder
 	broadcaster record.EventBroadcaster
@@ -64,8 +67,9 @@ type Syncer struct {
 	// upNamespaces the heaven's namespaces.
 	namespaces, upNamespaces cache.SharedIndexInformer
 	// target caches the SyncTarget (for spec.resources and
-	// spec.heartbeatInterval), from root.
-	target cache.SharedIndexInformer
+	// spec.heartbeatInterval), from root; targetLister reads it.
+	target       cache.SharedIndexInformer
+	targetLister heavenlisters.SyncTargetLister
 
 	queue     workqueue.TypedRateLimitingInterface[objectKey]
 	typeQueue workqueue.TypedRateLimitingInterface[string]
@@ -115,17 +119,17 @@ func (c CompletedConfig) New() (*Syncer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("downstream: %w", err)
 	}
-	root, err := dynamic.NewForConfig(c.Root)
+	root, err := versioned.NewForConfig(c.Root)
 	if err != nil {
 		return nil, fmt.Errorf("root: %w", err)
 	}
 	registerMetrics()
 	s := &Syncer{
-		cfg:  c,
-		id:   identity{heaven: c.Heaven, target: c.SyncTarget},
-		up:   up,
-		down: down,
-		root: root,
+		cfg:     c,
+		id:      identity{heaven: c.Heaven, target: c.SyncTarget},
+		up:      up,
+		down:    down,
+		targets: root.HeavenV1alpha1().SyncTargets(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[objectKey](),
 			workqueue.TypedRateLimitingQueueConfig[objectKey]{Name: "syncer_objects"}),
 		typeQueue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
@@ -143,18 +147,20 @@ func (c CompletedConfig) New() (*Syncer, error) {
 	).Core().V1().Namespaces().Informer()
 	s.upNamespaces = informers.NewSharedInformerFactory(up.kube, 0).Core().V1().Namespaces().Informer()
 	s.addNamespaceGCHandlers()
-	s.target = dynamicinformer.NewFilteredDynamicInformer(root, v1alpha1.SyncTargetsResource, "", 0, cache.Indexers{},
-		func(o *metav1.ListOptions) {
+	// Only its own SyncTarget: root lets a syncer list and watch nothing else.
+	targets := externalversions.NewSharedInformerFactoryWithOptions(root, 0,
+		externalversions.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", c.SyncTarget).String()
-		},
-	).Informer()
+		}),
+	).Heaven().V1alpha1().SyncTargets()
+	s.target, s.targetLister = targets.Informer(), targets.Lister()
 	// Only spec changes matter: status changes are the syncer's own.
 	_, _ = s.target.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(any) { s.typeQueue.Add(typesKey) },
 		UpdateFunc: func(old, obj any) {
-			o, ok1 := old.(*unstructured.Unstructured)
-			n, ok2 := obj.(*unstructured.Unstructured)
-			if !ok1 || !ok2 || o.GetGeneration() != n.GetGeneration() {
+			o, ok1 := old.(*v1alpha1.SyncTarget)
+			n, ok2 := obj.(*v1alpha1.SyncTarget)
+			if !ok1 || !ok2 || o.Generation != n.Generation {
 				s.typeQueue.Add(typesKey)
 			}
 		},

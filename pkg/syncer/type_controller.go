@@ -6,7 +6,6 @@ import (
 	"sort"
 	"time"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 
@@ -124,16 +123,13 @@ func (s *Syncer) wantedResources() ([]schema.GroupResource, map[string]string) {
 		add(gr)
 	}
 	invalid := map[string]string{}
-	if obj, ok, _ := s.target.GetStore().GetByKey(s.id.target); ok {
-		if u, ok := obj.(*unstructured.Unstructured); ok {
-			resources, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "resources")
-			for _, r := range resources {
-				if err := ValidateResource(r); err != nil {
-					invalid[r] = err.Error()
-					continue
-				}
-				add(schema.ParseGroupResource(r))
+	if target := s.cachedTarget(); target != nil {
+		for _, r := range target.Spec.Resources {
+			if err := ValidateResource(r); err != nil {
+				invalid[r] = err.Error()
+				continue
 			}
+			add(schema.ParseGroupResource(r))
 		}
 	}
 	sort.Slice(wanted, func(i, j int) bool { return wanted[i].String() < wanted[j].String() })
