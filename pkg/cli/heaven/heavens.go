@@ -10,8 +10,6 @@ import (
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
@@ -43,11 +41,7 @@ func (o *options) listCommand() *cobra.Command {
 				mark = "*"
 			}
 			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t\t\t\n", mark, rootHeaven, v1alpha1.HeavenTypeGeneric, v1alpha1.HeavenPhaseReady)
-			for _, u := range list.Items {
-				var h v1alpha1.Heaven
-				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &h); err != nil {
-					return err
-				}
+			for _, h := range list.Items {
 				mark := ""
 				if h.Name == current {
 					mark = "*"
@@ -95,7 +89,6 @@ func (o *options) createCommand() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			h := &v1alpha1.Heaven{
-				TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "Heaven"},
 				ObjectMeta: metav1.ObjectMeta{Name: args[0]},
 				Spec:       v1alpha1.HeavenSpec{Type: v1alpha1.HeavenType(typ)},
 			}
@@ -106,28 +99,21 @@ func (o *options) createCommand() *cobra.Command {
 				}
 				h.Spec.Fork = &v1alpha1.Fork{Heaven: from, Revision: rev}
 			}
-			raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(h)
-			if err != nil {
-				return err
-			}
 			heavens, err := o.heavens()
 			if err != nil {
 				return err
 			}
 			ctx := commandContext(cmd)
-			if _, err := heavens.Create(ctx, &unstructured.Unstructured{Object: raw}, metav1.CreateOptions{}); err != nil {
+			if _, err := heavens.Create(ctx, h, metav1.CreateOptions{}); err != nil {
 				return err
 			}
 			var last *v1alpha1.Heaven
 			err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-				u, err := heavens.Get(ctx, args[0], metav1.GetOptions{})
+				got, err := heavens.Get(ctx, args[0], metav1.GetOptions{})
 				if err != nil {
 					return false, nil
 				}
-				last = &v1alpha1.Heaven{}
-				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, last); err != nil {
-					return false, err
-				}
+				last = got
 				if last.Status.Phase == v1alpha1.HeavenPhaseFailed {
 					return false, fmt.Errorf("heaven %s failed: %s", args[0], last.Status.Message)
 				}

@@ -9,11 +9,11 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
+	"github.com/heaven-dev/heaven/pkg/generated/clientset/versioned"
+	heavenclient "github.com/heaven-dev/heaven/pkg/generated/clientset/versioned/typed/heaven/v1alpha1"
 )
 
 // Streams are the command's input and outputs.
@@ -105,17 +105,17 @@ func (o *options) heavenConfig(name string) (*rest.Config, error) {
 	return cfg, nil
 }
 
-// heavens is the Heaven resource of the root heaven.
-func (o *options) heavens() (dynamic.ResourceInterface, error) {
+// heavens are the Heavens of the root heaven.
+func (o *options) heavens() (heavenclient.HeavenInterface, error) {
 	cfg, err := o.heavenConfig(rootHeaven)
 	if err != nil {
 		return nil, err
 	}
-	client, err := dynamic.NewForConfig(cfg)
+	client, err := versioned.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return client.Resource(v1alpha1.HeavensResource), nil
+	return client.HeavenV1alpha1().Heavens(), nil
 }
 
 func commandContext(cmd *cobra.Command) context.Context {
