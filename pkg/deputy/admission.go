@@ -16,8 +16,8 @@ import (
 // PluginName is the plugin's name in the admission chain.
 const PluginName = "HeavenDeputy"
 
-// Plugin is the root heaven's admission plugin for Heavens, AutomatedMerges
-// and SyncTargets: it records the requester of each created object and of
+// Plugin is the root heaven's admission plugin for Heavens, AutomatedMerges,
+// SyncTargets and ControllerHeavens: it records the requester of each created object and of
 // each change of its spec, and refuses the change unless the requester
 // holds the rights the object will exercise.
 type Plugin struct {
@@ -43,7 +43,8 @@ func governed(a admission.Attributes) bool {
 		return false
 	}
 	switch a.GetResource().GroupResource() {
-	case v1alpha1.HeavensResource.GroupResource(), v1alpha1.AutomatedMergesResource.GroupResource(), v1alpha1.SyncTargetsResource.GroupResource():
+	case v1alpha1.HeavensResource.GroupResource(), v1alpha1.AutomatedMergesResource.GroupResource(), v1alpha1.SyncTargetsResource.GroupResource(),
+		v1alpha1.ControllerHeavensResource.GroupResource():
 		return true
 	}
 	return false
@@ -142,6 +143,23 @@ func (p *Plugin) rights(ctx context.Context, a admission.Attributes, u *unstruct
 			return nil, err
 		}
 		return SyncTargetRights(&st), nil
+	case v1alpha1.ControllerHeavensResource.GroupResource():
+		var ch v1alpha1.ControllerHeaven
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &ch); err != nil {
+			return nil, err
+		}
+		rights := ControllerHeavenRights(&ch)
+		// As for a Heaven: an existing branch is only for who may already
+		// do everything there.
+		heaven := ch.Spec.HeavenName(ch.Name)
+		exists, err := p.exists(ctx, heaven)
+		if err != nil {
+			return nil, err
+		}
+		if exists {
+			rights = append(rights, everything(heaven, "*")...)
+		}
+		return rights, nil
 	}
 	return nil, nil
 }

@@ -119,3 +119,16 @@ func resourceRights(heaven string, resources []string, verbs []string) []Right {
 func SyncTargetRights(st *v1alpha1.SyncTarget) []Right {
 	return everything(st.Spec.Heaven, "get", "list", "watch", "update", "patch")
 }
+
+// ControllerHeavenRights are what a ControllerHeaven exercises: forking
+// the heaven it works for, merging both ways, and running a Deployment in
+// the cluster of a SyncTarget with the target's credentials, which is for
+// who may change SyncTargets. The heaven and the merges are then created
+// as the requester, and checked again as such.
+func ControllerHeavenRights(ch *v1alpha1.ControllerHeaven) []Right {
+	heaven := ch.Spec.HeavenName(ch.Name)
+	rights := everything(ch.Spec.Fork, readVerbs...)
+	rights = append(rights, resourceRights(ch.Spec.Fork, ch.Spec.Resources, writeVerbs)...)
+	rights = append(rights, resourceRights(heaven, ch.Spec.Resources, slices.Concat(readVerbs, writeVerbs))...)
+	return append(rights, Right{Heaven: v1alpha1.RootHeaven, Verb: "update", Group: v1alpha1.GroupName, Resource: v1alpha1.SyncTargetsResource.Resource})
+}

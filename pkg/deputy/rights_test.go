@@ -37,6 +37,14 @@ func TestRights(t *testing.T) {
 		{"a sync target", SyncTargetRights(&v1alpha1.SyncTarget{Spec: v1alpha1.SyncTargetSpec{Heaven: "h"}}), []string{
 			"get every resource in heaven h", "list every resource in heaven h", "watch every resource in heaven h",
 			"update every resource in heaven h", "patch every resource in heaven h"}},
+		{"a controller heaven forks, merges both ways and uses a sync target", ControllerHeavenRights(&v1alpha1.ControllerHeaven{
+			ObjectMeta: metav1.ObjectMeta{Name: "ctrl"},
+			Spec:       v1alpha1.ControllerHeavenSpec{Fork: "main", Resources: []string{"core/configmaps"}, SyncTarget: "phys"}}), []string{
+			"get every resource in heaven main", "list every resource in heaven main",
+			"create configmaps in heaven main", "update configmaps in heaven main", "patch configmaps in heaven main", "delete configmaps in heaven main",
+			"get configmaps in heaven ctrl", "list configmaps in heaven ctrl",
+			"create configmaps in heaven ctrl", "update configmaps in heaven ctrl", "patch configmaps in heaven ctrl", "delete configmaps in heaven ctrl",
+			"update synctargets.heaven.dev in heaven root"}},
 	} {
 		var got []string
 		for _, r := range tc.got {

@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 
+	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/transport"
 
+	"github.com/heaven-dev/heaven/pkg/controllers/controllerheaven"
 	synctargetctrl "github.com/heaven-dev/heaven/pkg/controllers/synctarget"
 	"github.com/heaven-dev/heaven/pkg/generated/clientset/versioned"
 )
@@ -34,7 +38,39 @@ func (s *Server) startClusterController(ctx context.Context, cfg *rest.Config) {
 		Heaven:     s.heavenClient,
 		Authorized: s.syncTargets.authorized,
 	}, opts)
+	go s.runControllerHeavens(ctx, cfg)
 	ctrl.Run(ctx, 2)
+}
+
+// runControllerHeavens runs the controller of ControllerHeavens, part of
+// the cluster controller: it creates their heavens and merges as their
+// requesters and installs their controllers in the SyncTargets' clusters.
+func (s *Server) runControllerHeavens(ctx context.Context, cfg *rest.Config) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.UserAgent = "heaven-server/" + controllerheaven.ControllerName
+	ctrl := controllerheaven.New(versioned.NewForConfigOrDie(cfg), kubernetes.NewForConfigOrDie(cfg), controllerheaven.Deps{
+		ServerURL: s.URL(),
+		CAPEM:     s.pki.CAPEM(),
+		CAPool:    s.pki.CAPool,
+		Issue:     s.pki.IssueClientCert,
+		Connect:   synctargetctrl.ConnectKubeconfig,
+		AsUser:    s.rootAs,
+	})
+	ctrl.Run(ctx, 2)
+}
+
+// rootAs is a client of the root heaven acting as u (impersonation, over
+// the loopback connection): what it does is u's, under root's RBAC and
+// admission.
+func (s *Server) rootAs(u user.Info) (versioned.Interface, error) {
+	base, err := s.loopbackHTTP()
+	if err != nil {
+		return nil, err
+	}
+	as := &http.Client{Timeout: base.Timeout, Transport: transport.NewImpersonatingRoundTripper(transport.ImpersonationConfig{
+		UserName: u.GetName(), UID: u.GetUID(), Groups: u.GetGroups(), Extra: u.GetExtra(),
+	}, base.Transport)}
+	return versioned.NewForConfigAndClient(s.loopbackConfig(RootHeaven), as)
 }
 
 // heavenClient reaches heaven name from inside the process, starting it if

@@ -29,7 +29,7 @@ func (c *Controller) credential(ctx context.Context, cluster dynamic.Interface, 
 	if err != nil {
 		return nil, time.Time{}, err
 	}
-	certPEM, keyPEM, rotateAt, ok := reusableCredential(old, user, c.deps.CAPool, c.opts.Now())
+	certPEM, keyPEM, rotateAt, ok := ReusableCredential(old, user, pki.SyncerGroup, c.deps.CAPool, c.opts.Now())
 	if !ok {
 		if certPEM, keyPEM, err = c.deps.Issue(user, []string{pki.SyncerGroup}, c.opts.CredentialValidity); err != nil {
 			return nil, time.Time{}, fmt.Errorf("issuing the syncer's certificate: %w", err)
@@ -63,12 +63,11 @@ func installedKubeconfig(ctx context.Context, cluster dynamic.Interface, target 
 	return data, nil
 }
 
-// reusableCredential returns the client certificate and key of an
+// ReusableCredential returns the client certificate and key of an
 // installed kubeconfig if they may stay: the certificate is for user in
-// the syncer group, chains to the CA for client auth, matches its key, and
-// is younger than half its lifetime at now. rotateAt is when it gets that
-// old.
-func reusableCredential(kubeconfig []byte, user string, pool *x509.CertPool, now time.Time) (certPEM, keyPEM []byte, rotateAt time.Time, ok bool) {
+// group, chains to the CA for client auth, matches its key, and is younger
+// than half its lifetime at now. rotateAt is when it gets that old.
+func ReusableCredential(kubeconfig []byte, user, group string, pool *x509.CertPool, now time.Time) (certPEM, keyPEM []byte, rotateAt time.Time, ok bool) {
 	if len(kubeconfig) == 0 {
 		return nil, nil, time.Time{}, false
 	}
@@ -80,7 +79,7 @@ func reusableCredential(kubeconfig []byte, user string, pool *x509.CertPool, now
 		return nil, nil, time.Time{}, false
 	}
 	cert, err := parseCert(cred.CertPEM)
-	if err != nil || cert.Subject.CommonName != user || !contains(cert.Subject.Organization, pki.SyncerGroup) {
+	if err != nil || cert.Subject.CommonName != user || !contains(cert.Subject.Organization, group) {
 		return nil, nil, time.Time{}, false
 	}
 	if _, err := cert.Verify(x509.VerifyOptions{Roots: pool, CurrentTime: now, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
@@ -91,6 +90,16 @@ func reusableCredential(kubeconfig []byte, user string, pool *x509.CertPool, now
 		return nil, nil, time.Time{}, false
 	}
 	return cred.CertPEM, cred.KeyPEM, rotateAt, true
+}
+
+// HalfLife is when a certificate (PEM) is half as old as it is valid for:
+// when to replace it.
+func HalfLife(certPEM []byte) (time.Time, error) {
+	cert, err := parseCert(certPEM)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return halfLife(cert), nil
 }
 
 // halfLife is when a certificate is half as old as it is valid for.

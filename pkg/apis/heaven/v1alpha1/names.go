@@ -5,6 +5,9 @@ import (
 	"regexp"
 )
 
+// RootHeaven is the heaven that holds heaven.dev objects.
+const RootHeaven = "root"
+
 // MaxHeavenNameLength keeps a heaven name a DNS label (and a short branch).
 const MaxHeavenNameLength = 63
 

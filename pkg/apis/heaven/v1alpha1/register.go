@@ -30,6 +30,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&Heaven{}, &HeavenList{},
 		&AutomatedMerge{}, &AutomatedMergeList{},
 		&SyncTarget{}, &SyncTargetList{},
+		&ControllerHeaven{}, &ControllerHeavenList{},
 	)
 	metav1.AddToGroupVersion(s, SchemeGroupVersion)
 	return nil

@@ -39,6 +39,8 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 	// Group=heaven.dev, Version=v1alpha1
 	case v1alpha1.SchemeGroupVersion.WithResource("automatedmerges"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Heaven().V1alpha1().AutomatedMerges().Informer()}, nil
+	case v1alpha1.SchemeGroupVersion.WithResource("controllerheavens"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Heaven().V1alpha1().ControllerHeavens().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("heavens"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Heaven().V1alpha1().Heavens().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("synctargets"):

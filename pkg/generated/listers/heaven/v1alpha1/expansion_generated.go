@@ -6,6 +6,10 @@ package v1alpha1
 // AutomatedMergeLister.
 type AutomatedMergeListerExpansion interface{}
 
+// ControllerHeavenListerExpansion allows custom methods to be added to
+// ControllerHeavenLister.
+type ControllerHeavenListerExpansion interface{}
+
 // HeavenListerExpansion allows custom methods to be added to
 // HeavenLister.
 type HeavenListerExpansion interface{}

@@ -10,6 +10,8 @@ import (
 type Interface interface {
 	// AutomatedMerges returns a AutomatedMergeInformer.
 	AutomatedMerges() TypedAutomatedMergeInformer
+	// ControllerHeavens returns a ControllerHeavenInformer.
+	ControllerHeavens() TypedControllerHeavenInformer
 	// Heavens returns a HeavenInformer.
 	Heavens() TypedHeavenInformer
 	// SyncTargets returns a SyncTargetInformer.
@@ -30,6 +32,11 @@ func New(f internalinterfaces.SharedInformerFactory, namespace string, tweakList
 // AutomatedMerges returns a TypedAutomatedMergeInformer.
 func (v *version) AutomatedMerges() TypedAutomatedMergeInformer {
 	return &automatedMergeInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
+}
+
+// ControllerHeavens returns a TypedControllerHeavenInformer.
+func (v *version) ControllerHeavens() TypedControllerHeavenInformer {
+	return &controllerHeavenInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
 }
 
 // Heavens returns a TypedHeavenInformer.

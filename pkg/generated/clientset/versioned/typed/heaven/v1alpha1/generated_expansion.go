@@ -4,6 +4,8 @@ package v1alpha1
 
 type AutomatedMergeExpansion interface{}
 
+type ControllerHeavenExpansion interface{}
+
 type HeavenExpansion interface{}
 
 type SyncTargetExpansion interface{}

@@ -13,6 +13,7 @@ import (
 type HeavenV1alpha1Interface interface {
 	RESTClient() rest.Interface
 	AutomatedMergesGetter
+	ControllerHeavensGetter
 	HeavensGetter
 	SyncTargetsGetter
 }
@@ -24,6 +25,10 @@ type HeavenV1alpha1Client struct {
 
 func (c *HeavenV1alpha1Client) AutomatedMerges() AutomatedMergeInterface {
 	return newAutomatedMerges(c)
+}
+
+func (c *HeavenV1alpha1Client) ControllerHeavens() ControllerHeavenInterface {
+	return newControllerHeavens(c)
 }
 
 func (c *HeavenV1alpha1Client) Heavens() HeavenInterface {

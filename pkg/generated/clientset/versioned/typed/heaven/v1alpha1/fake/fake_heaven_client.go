@@ -16,6 +16,10 @@ func (c *FakeHeavenV1alpha1) AutomatedMerges() v1alpha1.AutomatedMergeInterface 
 	return newFakeAutomatedMerges(c)
 }
 
+func (c *FakeHeavenV1alpha1) ControllerHeavens() v1alpha1.ControllerHeavenInterface {
+	return newFakeControllerHeavens(c)
+}
+
 func (c *FakeHeavenV1alpha1) Heavens() v1alpha1.HeavenInterface {
 	return newFakeHeavens(c)
 }
