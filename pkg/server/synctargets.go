@@ -53,6 +53,7 @@ func (s *Server) runControllerHeavens(ctx context.Context, cfg *rest.Config) {
 		CAPEM:     s.pki.CAPEM(),
 		CAPool:    s.pki.CAPool,
 		Issue:     s.pki.IssueClientCert,
+		Revoke:    s.pki.Revocations.Revoke,
 		Connect:   synctargetctrl.ConnectKubeconfig,
 		AsUser:    s.rootAs,
 	})

@@ -160,4 +160,6 @@ func TestControllerHeaven(t *testing.T) {
 	}, time.Minute, 200*time.Millisecond, "the ControllerHeaven uninstalled")
 	_, err = heavens.Heavens().Get(ctx, "ctrl", metav1.GetOptions{})
 	assert.NoError(t, err, "the controller's heaven stays")
+	_, err = controller.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{})
+	assert.True(t, apierrors.IsUnauthorized(err), "the controller's credential after its ControllerHeaven is gone: %v", err)
 }

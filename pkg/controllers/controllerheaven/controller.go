@@ -9,7 +9,8 @@
 // theirs, and the merge controller keeps checking their rights); the
 // controller's identity (v1alpha1.ControllerUser) is an owner of its
 // heaven and nothing elsewhere. Deleting the ControllerHeaven uninstalls
-// the Deployment and deletes the merges; the heaven and its branch stay.
+// the Deployment, revokes the controller's credentials and deletes the
+// merges; the heaven and its branch stay.
 package controllerheaven
 
 import (
@@ -58,6 +59,10 @@ type Deps struct {
 	CAPool *x509.CertPool
 	// Issue issues a client certificate for user in groups.
 	Issue func(user string, groups []string, validFor time.Duration) (certPEM, keyPEM []byte, err error)
+	// Revoke, if set, makes every credential issued so far to user fail
+	// authentication: the controller's, when its ControllerHeaven is
+	// deleted (a copy of its kubeconfig must not outlive it).
+	Revoke func(user string) error
 	// Connect returns a client of the physical cluster of a kubeconfig.
 	Connect func(kubeconfig []byte) (dynamic.Interface, error)
 	// AsUser returns a client of the root heaven that acts as u.
@@ -240,6 +245,11 @@ func (c *Controller) finalize(ctx context.Context, ch *v1alpha1.ControllerHeaven
 	}
 	if err := c.uninstall(ctx, ch); err != nil {
 		return err
+	}
+	if c.deps.Revoke != nil {
+		if err := c.deps.Revoke(v1alpha1.ControllerUser(ch.Name)); err != nil {
+			return fmt.Errorf("revoking the controller's credentials: %w", err)
+		}
 	}
 	for _, m := range merges(ch) {
 		err := c.root.HeavenV1alpha1().AutomatedMerges().Delete(ctx, m.Name, metav1.DeleteOptions{})
