@@ -74,6 +74,13 @@ func TestControllerHeaven(t *testing.T) {
 		assert.Equal(c, metav1.ConditionTrue, ready.Status, "%s: %s", ready.Reason, ready.Message)
 	}, 2*time.Minute, 200*time.Millisecond, "the ControllerHeaven Ready")
 
+	// Its heaven can't be swapped for another, not even from the default.
+	ch, err := heavens.ControllerHeavens().Get(ctx, "ctrl", metav1.GetOptions{})
+	require.NoError(t, err)
+	ch.Spec.Heaven = "elsewhere"
+	_, err = heavens.ControllerHeavens().Update(ctx, ch, metav1.UpdateOptions{})
+	assert.True(t, apierrors.IsInvalid(err), "changing spec.heaven: %v", err)
+
 	// Its heaven: a fork of main, owned by the controller (and by who asked).
 	h, err := heavens.Heavens().Get(ctx, "ctrl", metav1.GetOptions{})
 	require.NoError(t, err)

@@ -103,11 +103,15 @@ func New(root versioned.Interface, rootKube kubernetes.Interface, deps Deps) *Co
 	c.loop = reconcileloop.New(reconcileloop.Options{Name: ControllerName, KeyName: "controllerHeaven",
 		RateLimiter: reconcileloop.Backoff(200*time.Millisecond, 2*time.Minute)}, c.reconcile)
 	_, _ = c.informer.AddEventHandler(c.loop.Handler())
-	// A SyncTarget that appears or changes may make its ControllerHeavens
-	// installable.
+	// A SyncTarget that appears or whose spec changes may make its
+	// ControllerHeavens installable; its heartbeats (status) don't.
 	_, _ = targets.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.enqueueFor(obj) },
-		UpdateFunc: func(_, obj any) { c.enqueueFor(obj) },
+		AddFunc: func(obj any) { c.enqueueFor(obj) },
+		UpdateFunc: func(old, obj any) {
+			if o, ok := old.(*v1alpha1.SyncTarget); !ok || o.Generation != obj.(*v1alpha1.SyncTarget).Generation {
+				c.enqueueFor(obj)
+			}
+		},
 	})
 	return c
 }
