@@ -119,16 +119,8 @@ func (p *Plugin) rights(ctx context.Context, a admission.Attributes, u *unstruct
 		}
 		rights := HeavenRights(&h)
 		if a.GetOperation() == admission.Create {
-			// The creator of a new heaven owns it; of an existing branch,
-			// only who may already do everything there.
-			exists, err := p.exists(ctx, h.Name)
-			if err != nil {
-				return nil, err
-			}
-			if exists {
-				rights = append(rights, everything(h.Name, "*")...)
-			}
-			return rights, nil
+			owned, err := p.existingBranchRights(ctx, h.Name)
+			return append(rights, owned...), err
 		}
 		return append(rights, RemoteRights(&h)...), nil
 	case v1alpha1.AutomatedMergesResource.GroupResource():
@@ -148,18 +140,19 @@ func (p *Plugin) rights(ctx context.Context, a admission.Attributes, u *unstruct
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &ch); err != nil {
 			return nil, err
 		}
-		rights := ControllerHeavenRights(&ch)
-		// As for a Heaven: an existing branch is only for who may already
-		// do everything there.
-		heaven := ch.Spec.HeavenName(ch.Name)
-		exists, err := p.exists(ctx, heaven)
-		if err != nil {
-			return nil, err
-		}
-		if exists {
-			rights = append(rights, everything(heaven, "*")...)
-		}
-		return rights, nil
+		owned, err := p.existingBranchRights(ctx, ch.Spec.HeavenName(ch.Name))
+		return append(ControllerHeavenRights(&ch), owned...), err
 	}
 	return nil, nil
+}
+
+// existingBranchRights are the rights it takes to become an owner of
+// heaven: none for a new heaven (its creator owns it), everything for one
+// whose branch exists already (only who may do everything there).
+func (p *Plugin) existingBranchRights(ctx context.Context, heaven string) ([]Right, error) {
+	exists, err := p.exists(ctx, heaven)
+	if err != nil || !exists {
+		return nil, err
+	}
+	return everything(heaven, "*"), nil
 }

@@ -28,34 +28,32 @@ func (s *Server) startClusterController(ctx context.Context, cfg *rest.Config) {
 	cfg.UserAgent = "heaven-server/" + synctargetctrl.ControllerName
 	opts := synctargetctrl.DefaultOptions()
 	opts.SyncerImage = s.cfg.SyncerImage
-	ctrl := synctargetctrl.New(versioned.NewForConfigOrDie(cfg), kubernetes.NewForConfigOrDie(cfg), synctargetctrl.Deps{
-		ServerURL:  s.URL(),
-		CAPEM:      s.pki.CAPEM(),
-		CAPool:     s.pki.CAPool,
-		Issue:      s.pki.IssueClientCert,
-		Revoke:     s.pki.Revocations.Revoke,
-		Connect:    synctargetctrl.ConnectKubeconfig,
-		Heaven:     s.heavenClient,
-		Authorized: s.syncTargets.authorized,
-	}, opts)
-	go s.runControllerHeavens(ctx, cfg)
-	ctrl.Run(ctx, 2)
-}
-
-// runControllerHeavens runs the controller of ControllerHeavens, part of
-// the cluster controller: it creates their heavens and merges as their
-// requesters and installs their controllers in the SyncTargets' clusters.
-func (s *Server) runControllerHeavens(ctx context.Context, cfg *rest.Config) {
-	cfg = rest.CopyConfig(cfg)
-	cfg.UserAgent = "heaven-server/" + controllerheaven.ControllerName
-	ctrl := controllerheaven.New(versioned.NewForConfigOrDie(cfg), kubernetes.NewForConfigOrDie(cfg), controllerheaven.Deps{
+	access := synctargetctrl.Access{
 		ServerURL: s.URL(),
 		CAPEM:     s.pki.CAPEM(),
 		CAPool:    s.pki.CAPool,
 		Issue:     s.pki.IssueClientCert,
 		Revoke:    s.pki.Revocations.Revoke,
 		Connect:   synctargetctrl.ConnectKubeconfig,
-		AsUser:    s.rootAs,
+	}
+	ctrl := synctargetctrl.New(versioned.NewForConfigOrDie(cfg), kubernetes.NewForConfigOrDie(cfg), synctargetctrl.Deps{
+		Access:     access,
+		Heaven:     s.heavenClient,
+		Authorized: s.syncTargets.authorized,
+	}, opts)
+	go s.runControllerHeavens(ctx, cfg, access)
+	ctrl.Run(ctx, 2)
+}
+
+// runControllerHeavens runs the controller of ControllerHeavens, part of
+// the cluster controller: it creates their heavens and merges as their
+// requesters and installs their controllers in the SyncTargets' clusters.
+func (s *Server) runControllerHeavens(ctx context.Context, cfg *rest.Config, access synctargetctrl.Access) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.UserAgent = "heaven-server/" + controllerheaven.ControllerName
+	ctrl := controllerheaven.New(versioned.NewForConfigOrDie(cfg), kubernetes.NewForConfigOrDie(cfg), controllerheaven.Deps{
+		Access: access,
+		AsUser: s.rootAs,
 	})
 	ctrl.Run(ctx, 2)
 }

@@ -15,21 +15,22 @@ package controllerheaven
 
 import (
 	"context"
-	"crypto/x509"
 	"fmt"
+	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/authentication/user"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
+	"github.com/heaven-dev/heaven/pkg/controllers/internal/asstored"
 	"github.com/heaven-dev/heaven/pkg/controllers/internal/reconcileloop"
+	"github.com/heaven-dev/heaven/pkg/controllers/synctarget"
 	"github.com/heaven-dev/heaven/pkg/deputy"
 	"github.com/heaven-dev/heaven/pkg/generated/clientset/versioned"
 	"github.com/heaven-dev/heaven/pkg/generated/informers/externalversions"
@@ -51,20 +52,9 @@ const (
 
 // Deps are what the controller needs of heaven-server.
 type Deps struct {
-	// ServerURL is how the controller reaches heaven-server: https://host:port.
-	ServerURL string
-	// CAPEM is heaven-server's CA; CAPool the same, to check credentials
-	// issued before.
-	CAPEM  []byte
-	CAPool *x509.CertPool
-	// Issue issues a client certificate for user in groups.
-	Issue func(user string, groups []string, validFor time.Duration) (certPEM, keyPEM []byte, err error)
-	// Revoke, if set, makes every credential issued so far to user fail
-	// authentication: the controller's, when its ControllerHeaven is
-	// deleted (a copy of its kubeconfig must not outlive it).
-	Revoke func(user string) error
-	// Connect returns a client of the physical cluster of a kubeconfig.
-	Connect func(kubeconfig []byte) (dynamic.Interface, error)
+	// Access reaches the SyncTargets' clusters and issues (and, once the
+	// ControllerHeaven is deleted, revokes) the controller's credential.
+	synctarget.Access
 	// AsUser returns a client of the root heaven that acts as u.
 	AsUser func(u user.Info) (versioned.Interface, error)
 	// CredentialValidity is how long the controller's certificate is
@@ -102,7 +92,17 @@ func New(root versioned.Interface, rootKube kubernetes.Interface, deps Deps) *Co
 	}
 	c.loop = reconcileloop.New(reconcileloop.Options{Name: ControllerName, KeyName: "controllerHeaven",
 		RateLimiter: reconcileloop.Backoff(200*time.Millisecond, 2*time.Minute)}, c.reconcile)
-	_, _ = c.informer.AddEventHandler(c.loop.Handler())
+	// A new spec or a deletion calls for work; the controller's own status
+	// updates do not.
+	_, _ = c.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: c.loop.Enqueue,
+		UpdateFunc: func(old, obj any) {
+			o, n := old.(*v1alpha1.ControllerHeaven), obj.(*v1alpha1.ControllerHeaven)
+			if o.Generation != n.Generation || (o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil) {
+				c.loop.Enqueue(obj)
+			}
+		},
+	})
 	// A SyncTarget that appears or whose spec changes may make its
 	// ControllerHeavens installable; its heartbeats (status) don't.
 	_, _ = targets.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -149,10 +149,11 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 	if ch.DeletionTimestamp != nil {
 		return 0, c.finalize(ctx, ch)
 	}
-	if !hasFinalizer(ch) {
+	if !slices.Contains(ch.Finalizers, v1alpha1.ControllerHeavenFinalizer) {
 		ch.Finalizers = append(ch.Finalizers, v1alpha1.ControllerHeavenFinalizer)
-		_, err := c.root.HeavenV1alpha1().ControllerHeavens().Update(ctx, ch, metav1.UpdateOptions{})
-		return 0, err // the update brings the object back
+		if ch, err = c.root.HeavenV1alpha1().ControllerHeavens().Update(ctx, ch, metav1.UpdateOptions{}); err != nil {
+			return 0, err
+		}
 	}
 
 	ready, after, err := c.ensure(ctx, ch)
@@ -211,7 +212,7 @@ func (c *Controller) setStatus(ctx context.Context, ch *v1alpha1.ControllerHeave
 	status.Heaven = ch.Spec.HeavenName(ch.Name)
 	status.Namespace = Namespace(ch.Name)
 	meta.SetStatusCondition(&status.Conditions, ready)
-	if equalStatus(&ch.Status, status) {
+	if asstored.Equal(&ch.Status, status) {
 		return nil
 	}
 	ch.Status = *status
@@ -219,32 +220,10 @@ func (c *Controller) setStatus(ctx context.Context, ch *v1alpha1.ControllerHeave
 	return err
 }
 
-func equalStatus(a, b *v1alpha1.ControllerHeavenStatus) bool {
-	if a.ObservedGeneration != b.ObservedGeneration || a.Heaven != b.Heaven || a.Namespace != b.Namespace || len(a.Conditions) != len(b.Conditions) {
-		return false
-	}
-	for i := range a.Conditions {
-		x, y := a.Conditions[i], b.Conditions[i]
-		if x.Type != y.Type || x.Status != y.Status || x.Reason != y.Reason || x.Message != y.Message || x.ObservedGeneration != y.ObservedGeneration {
-			return false
-		}
-	}
-	return true
-}
-
-func hasFinalizer(ch *v1alpha1.ControllerHeaven) bool {
-	for _, f := range ch.Finalizers {
-		if f == v1alpha1.ControllerHeavenFinalizer {
-			return true
-		}
-	}
-	return false
-}
-
 // finalize uninstalls the controller and deletes the merges, then lets
 // the ControllerHeaven go. The heaven stays.
 func (c *Controller) finalize(ctx context.Context, ch *v1alpha1.ControllerHeaven) error {
-	if !hasFinalizer(ch) {
+	if !slices.Contains(ch.Finalizers, v1alpha1.ControllerHeavenFinalizer) {
 		return nil
 	}
 	if err := c.uninstall(ctx, ch); err != nil {
@@ -261,13 +240,7 @@ func (c *Controller) finalize(ctx context.Context, ch *v1alpha1.ControllerHeaven
 			return fmt.Errorf("deleting AutomatedMerge %s: %w", m.Name, err)
 		}
 	}
-	var kept []string
-	for _, f := range ch.Finalizers {
-		if f != v1alpha1.ControllerHeavenFinalizer {
-			kept = append(kept, f)
-		}
-	}
-	ch.Finalizers = kept
+	ch.Finalizers = slices.DeleteFunc(ch.Finalizers, func(f string) bool { return f == v1alpha1.ControllerHeavenFinalizer })
 	_, err := c.root.HeavenV1alpha1().ControllerHeavens().Update(ctx, ch, metav1.UpdateOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil

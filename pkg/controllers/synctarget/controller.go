@@ -43,10 +43,13 @@ const ControllerName = "cluster-controller"
 // FieldManager is the controller's field manager in physical clusters.
 const FieldManager = "heaven-cluster-controller"
 
-// Deps is what the controller needs of heaven-server; function fields so
-// that tests can use closures.
-type Deps struct {
-	// ServerURL is how syncers reach heaven-server: https://host:port.
+// Access is how heaven-server's cluster controllers reach physical
+// clusters and hand out credentials for its heavens there (the syncers',
+// and ControllerHeavens' controllers'); function fields so that tests can
+// use closures.
+type Access struct {
+	// ServerURL is how what runs in a cluster reaches heaven-server:
+	// https://host:port.
 	ServerURL string
 	// CAPEM is the CA of heaven-server's serving and client certificates;
 	// CAPool the same, to check credentials issued before.
@@ -55,12 +58,17 @@ type Deps struct {
 	// Issue issues a client certificate for user in groups, valid for
 	// validFor, PEM-encoded with its key.
 	Issue func(user string, groups []string, validFor time.Duration) (certPEM, keyPEM []byte, err error)
-	// Revoke, if set, makes every credential issued so far to user (a
-	// syncer) fail authentication; called when its SyncTarget is deleted.
+	// Revoke, if set, makes every credential issued so far to user fail
+	// authentication; called when what it was issued for is deleted.
 	Revoke func(user string) error
 	// Connect returns a client of the physical cluster of a kubeconfig
 	// (ConnectKubeconfig in production).
 	Connect func(kubeconfig []byte) (dynamic.Interface, error)
+}
+
+// Deps is what the controller needs of heaven-server.
+type Deps struct {
+	Access
 	// Heaven returns a client configuration of heaven name, which runs
 	// until release is called. errors.Is(err, ErrNoHeaven) when no such
 	// heaven may run.

@@ -72,14 +72,16 @@ func newFixture(t *testing.T, target *v1alpha1.SyncTarget) *fixture {
 	opts.CredentialValidity = 24 * time.Hour
 	opts.Now = func() time.Time { return f.now }
 	f.c = New(f.root, kube, Deps{
-		ServerURL: "https://heaven.example:6443",
-		CAPEM:     bundle.CAPEM(),
-		CAPool:    bundle.CAPool,
-		Issue: func(user string, groups []string, validFor time.Duration) ([]byte, []byte, error) {
-			f.issued++
-			return bundle.IssueClientCert(user, groups, validFor)
+		Access: Access{
+			ServerURL: "https://heaven.example:6443",
+			CAPEM:     bundle.CAPEM(),
+			CAPool:    bundle.CAPool,
+			Issue: func(user string, groups []string, validFor time.Duration) ([]byte, []byte, error) {
+				f.issued++
+				return bundle.IssueClientCert(user, groups, validFor)
+			},
+			Connect: func(kubeconfig []byte) (dynamic.Interface, error) { return f.connect(kubeconfig) },
 		},
-		Connect: func(kubeconfig []byte) (dynamic.Interface, error) { return f.connect(kubeconfig) },
 		Heaven: func(context.Context, string) (*rest.Config, func(), error) {
 			return nil, nil, ErrNoHeaven
 		},

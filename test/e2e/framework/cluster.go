@@ -238,21 +238,7 @@ func StartClusters(t testing.TB, names ...string) []*Cluster {
 		if c == nil {
 			continue
 		}
-		t.Cleanup(func() {
-			began := time.Now()
-			stopErr := c.Stop()
-			t.Logf("cluster %s stopped in %v", c.Name, time.Since(began).Round(time.Millisecond))
-			if t.Failed() || stopErr != nil {
-				for _, log := range c.logs {
-					if _, err := os.Stat(log); err == nil {
-						t.Logf("%s", tail(log, 32<<10))
-					}
-				}
-			}
-			if stopErr != nil {
-				t.Errorf("cluster %s: %v", c.Name, stopErr)
-			}
-		})
+		stopOnCleanup(t, c)
 		if errs[i] == nil {
 			t.Logf("cluster %s ready in %v (%s)", c.Name, c.startup.Round(time.Millisecond), c.phases)
 		}
@@ -278,25 +264,33 @@ func StartKubeAPIServer(t testing.TB, name string, etcdArgs ...string) *Cluster 
 	defer cancel()
 	c, err := p.startAPIServerOnly(ctx, name, t.TempDir(), etcdArgs)
 	if c != nil {
-		t.Cleanup(func() {
-			stopErr := c.Stop()
-			if t.Failed() || stopErr != nil {
-				for _, log := range c.logs {
-					if _, err := os.Stat(log); err == nil {
-						t.Logf("%s", tail(log, 32<<10))
-					}
-				}
-			}
-			if stopErr != nil {
-				t.Errorf("kube-apiserver %s: %v", c.Name, stopErr)
-			}
-		})
+		stopOnCleanup(t, c)
 	}
 	if err != nil {
 		t.Fatalf("kube-apiserver %s: %v", name, err)
 	}
 	t.Logf("kube-apiserver %s ready in %v", name, c.startup.Round(time.Millisecond))
 	return c
+}
+
+// stopOnCleanup stops c when the test ends, and shows the logs of its
+// processes if the test failed or c did not stop cleanly.
+func stopOnCleanup(t testing.TB, c *Cluster) {
+	t.Cleanup(func() {
+		began := time.Now()
+		stopErr := c.Stop()
+		t.Logf("cluster %s stopped in %v", c.Name, time.Since(began).Round(time.Millisecond))
+		if t.Failed() || stopErr != nil {
+			for _, log := range c.logs {
+				if _, err := os.Stat(log); err == nil {
+					t.Logf("%s", tail(log, 32<<10))
+				}
+			}
+		}
+		if stopErr != nil {
+			t.Errorf("cluster %s: %v", c.Name, stopErr)
+		}
+	})
 }
 
 // skipOrFail skips the test for a missing prerequisite, or fails it under CI

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -196,7 +197,7 @@ func (lc *localCluster) startAPIServer(ctx context.Context, port int) (*process,
 	if etcdArgs == nil {
 		etcdArgs = []string{"--etcd-servers=" + lc.etcdURL}
 	}
-	args := append(etcdArgs[:len(etcdArgs):len(etcdArgs)],
+	args := append(slices.Clone(etcdArgs),
 		"--bind-address=127.0.0.1",
 		"--secure-port="+strconv.Itoa(port),
 		"--advertise-address="+advertiseAddress,
