@@ -5,9 +5,7 @@ import (
 	"crypto/sha512"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,6 +14,7 @@ import (
 
 	restful "github.com/emicklei/go-restful/v3"
 	apiextensionsapiserver "k8s.io/apiextensions-apiserver/pkg/apiserver"
+	listers "k8s.io/apiextensions-apiserver/pkg/client/listers/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
 	genericapiserver "k8s.io/apiserver/pkg/server"
@@ -158,7 +157,7 @@ type staticOpenAPI struct {
 type openAPIV3Handler struct {
 	shared       *handler3.OpenAPIService
 	sharedGroups map[string]*spec3.OpenAPI
-	own          *handler3.OpenAPIService
+	crds         *crdOpenAPIV3
 }
 
 func (h *openAPIV3Handler) groupVersion(w http.ResponseWriter, r *http.Request) {
@@ -166,20 +165,24 @@ func (h *openAPIV3Handler) groupVersion(w http.ResponseWriter, r *http.Request) 
 		h.shared.HandleGroupVersion(w, r)
 		return
 	}
-	h.own.HandleGroupVersion(w, r)
+	h.crds.serveGroupVersion(w, r)
 }
 
 func (h *openAPIV3Handler) discovery(w http.ResponseWriter, r *http.Request) {
-	merged := handler3.OpenAPIV3Discovery{Paths: map[string]handler3.OpenAPIV3DiscoveryGroupVersion{}}
-	for _, s := range []*handler3.OpenAPIService{h.shared, h.own} {
-		var c capture
-		s.HandleDiscovery(&c, &http.Request{Method: http.MethodGet, URL: &url.URL{Path: "/openapi/v3"}, Header: http.Header{}})
-		var d handler3.OpenAPIV3Discovery
-		if err := json.Unmarshal(c.body.Bytes(), &d); c.code != 0 && c.code != http.StatusOK || err != nil {
-			http.Error(w, "OpenAPI v3 discovery failed", http.StatusInternalServerError)
-			return
+	var merged handler3.OpenAPIV3Discovery
+	if err := serveJSON(h.shared.HandleDiscovery, "/openapi/v3", &merged); err != nil {
+		http.Error(w, "OpenAPI v3 discovery failed", http.StatusInternalServerError)
+		return
+	}
+	crds, err := h.crds.discovery()
+	if err != nil {
+		http.Error(w, "OpenAPI v3 discovery failed: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	for path, u := range crds {
+		if _, ok := merged.Paths[path]; !ok { // a built-in group's wins, as on its other paths
+			merged.Paths[path] = u
 		}
-		maps.Copy(merged.Paths, d.Paths)
 	}
 	data, err := json.Marshal(merged)
 	if err != nil {
@@ -223,9 +226,9 @@ type staticOpenAPIBuild struct {
 // installOpenAPI serves /openapi/v2 and /openapi/v3 on s from the shared
 // documents for s's routes, building them on first use: what PrepareRun
 // does when SkipOpenAPIInstallation is false. Call it before the server's
-// post-start hooks run: the CRD OpenAPI controllers start from the fields
-// it sets.
-func installOpenAPI(s *genericapiserver.GenericAPIServer, v2 *common.Config, v3 *common.OpenAPIV3Config) error {
+// post-start hooks run: apiextensions' CRD OpenAPI v2 controller starts
+// from the fields it sets.
+func installOpenAPI(s *genericapiserver.GenericAPIServer, v2 *common.Config, v3 *common.OpenAPIV3Config, crds listers.CustomResourceDefinitionLister) error {
 	container := s.Handler.GoRestfulContainer
 	key := routesKey(container.RegisteredWebServices())
 	staticOpenAPIs.Lock()
@@ -254,13 +257,13 @@ func installOpenAPI(s *genericapiserver.GenericAPIServer, v2 *common.Config, v3 
 	v2Service.RegisterOpenAPIVersionedService("/openapi/v2", mux)
 	// The built-in groups' v3 documents are served by one service for
 	// every heaven (it keeps each document's JSON, megabytes in all); the
-	// heaven's own service holds its CRDs' groups.
-	own := handler3.NewOpenAPIService()
-	v3Handler := &openAPIV3Handler{shared: docs.v3Service, sharedGroups: docs.v3, own: own}
+	// CRDs' are built on request.
+	v3Handler := &openAPIV3Handler{shared: docs.v3Service, sharedGroups: docs.v3, crds: newCRDOpenAPIV3(crds)}
 	mux.Handle("/openapi/v3", http.HandlerFunc(v3Handler.discovery))
 	mux.HandlePrefix("/openapi/v3/", http.HandlerFunc(v3Handler.groupVersion))
+	// No OpenAPIV3VersionedService: apiextensions would run its
+	// controller, which builds every CRD's document up front.
 	s.OpenAPIVersionedService, s.StaticOpenAPISpec = v2Service, docs.v2
-	s.OpenAPIV3VersionedService = own
 	return nil
 }
 

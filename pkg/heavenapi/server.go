@@ -323,7 +323,7 @@ func (c Config) build() (*built, error) {
 		})
 	}
 	prepared := s.PrepareRun()
-	if err := installOpenAPI(s, gc.OpenAPIConfig, gc.OpenAPIV3Config); err != nil {
+	if err := installOpenAPI(s, gc.OpenAPIConfig, gc.OpenAPIV3Config, crds.Informers.Apiextensions().V1().CustomResourceDefinitions().Lister()); err != nil {
 		s.Destroy()
 		return nil, fmt.Errorf("OpenAPI: %w", err)
 	}
