@@ -58,8 +58,7 @@ func New(c Config) (*Server, error) {
 	if err := setFeatureDefaults(); err != nil {
 		return nil, fmt.Errorf("heaven %s: feature gates: %w", c.Name, err)
 	}
-	loopback := c.sharedLoopback()
-	c.Loopback = loopback.config
+	c.Loopback = rest.CopyConfig(c.Loopback)
 	b, err := c.build()
 	if err != nil {
 		return nil, fmt.Errorf("heaven %s: %w", c.Name, err)
@@ -76,10 +75,7 @@ func New(c Config) (*Server, error) {
 		ready:      make(chan struct{}),
 		failed:     make(chan struct{}),
 	}
-	srv.run = func(ctx context.Context) error {
-		defer loopback.closeIdleConnections()
-		return run(ctx)
-	}
+	srv.run = run
 	srv.signals = s.MuxAndDiscoveryCompleteSignals
 	return srv, nil
 }
@@ -334,37 +330,4 @@ func (c Config) build() (*built, error) {
 		klog.ErrorS(err, "Heaven keeps the stacks of its paths' registrations", "heaven", c.Name)
 	}
 	return &built{server: s, run: prepared.RunWithContext, kube: kube, tokens: tokenReviews}, nil
-}
-
-// loopback is the heaven's in-process client configuration with one
-// transport for all its clients (admission, informers, the heaven's
-// controllers): client-go would build a transport per client for a config
-// that dials, and their idle connections would outlive the heaven.
-type loopback struct {
-	config    *rest.Config
-	transport *http.Transport
-}
-
-func (c Config) sharedLoopback() loopback {
-	cfg := rest.CopyConfig(c.Loopback)
-	if cfg.Dial == nil {
-		return loopback{config: cfg} // client-go caches its transports
-	}
-	// In-process: compression would only cost CPU and a decompressor per
-	// watch.
-	t := &http.Transport{DialContext: cfg.Dial, MaxIdleConnsPerHost: 8, IdleConnTimeout: 90 * time.Second, DisableCompression: true}
-	// HTTP/2 without TLS (the front's in-process server speaks it): one
-	// connection carries all the heaven's requests and watches, where
-	// HTTP/1.1 takes a connection, two buffers and four goroutines for
-	// each watch.
-	t.Protocols = new(http.Protocols)
-	t.Protocols.SetUnencryptedHTTP2(true)
-	cfg.Dial, cfg.Transport = nil, t
-	return loopback{config: cfg, transport: t}
-}
-
-func (l loopback) closeIdleConnections() {
-	if l.transport != nil {
-		l.transport.CloseIdleConnections()
-	}
 }

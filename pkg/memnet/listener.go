@@ -1,8 +1,9 @@
-// Package memnet is the in-process listener of heaven-server: a net.Listener
-// whose connections are net.Pipes made by DialContext, with no socket, no
-// TLS and no credentials. The front serves heavens' own controllers through
-// one; a heaven's generic API server, which needs a listener to run and shut
-// down in order but is reached only through the front, gets one that nobody
+// Package memnet is HTTP inside heaven-server, with no socket, no TLS and no
+// credentials. Transport serves heaven-server's own requests to heavens
+// (their controllers', admission's) with the front, in process. Listener is
+// a net.Listener whose connections are net.Pipes made by DialContext: a
+// heaven's generic API server, which needs a listener to run and shut down
+// in order but is reached only through the front, gets one that nobody
 // dials.
 package memnet
 

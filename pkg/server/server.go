@@ -73,17 +73,20 @@ func (c *Config) Complete() CompletedConfig { return CompletedConfig{c} }
 
 // Server is a running heaven-server.
 type Server struct {
-	cfg      CompletedConfig
-	lock     *os.File // of the data directory, held while the server lives
-	pki      *pki.Bundle
-	repo     *gitstore.Repository // nil with --storage=etcd
-	etcd     *etcdBackend
-	etcdAPI  *etcdAPI // nil without --etcd-api-urls
-	heavens  *heavens
-	front    *front
-	mem      *memnet.Listener
-	listener net.Listener
-	metrics  *metrics
+	cfg     CompletedConfig
+	lock    *os.File // of the data directory, held while the server lives
+	pki     *pki.Bundle
+	repo    *gitstore.Repository // nil with --storage=etcd
+	etcd    *etcdBackend
+	etcdAPI *etcdAPI // nil without --etcd-api-urls
+	heavens *heavens
+	front   *front
+	// inProcess serves heaven-server's own requests to heavens (their
+	// controllers', admission's, its own) with the front, in process, as
+	// the loopback user.
+	inProcess *memnet.Transport
+	listener  net.Listener
+	metrics   *metrics
 
 	objectFiles *objectfile.Reader // reads files committed from outside
 	outside     *outsideFiles      // the files of open branches that are not served
@@ -117,7 +120,7 @@ func (c CompletedConfig) New() (_ *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: c, lock: lock, mem: memnet.NewListener(nil), metrics: serverMetrics(), ephemeral: map[schema.GroupResource]bool{}, rootReady: make(chan struct{})}
+	s := &Server{cfg: c, lock: lock, metrics: serverMetrics(), ephemeral: map[schema.GroupResource]bool{}, rootReady: make(chan struct{})}
 	defer func() {
 		if err != nil {
 			s.close(context.Background())
@@ -200,6 +203,9 @@ func (c CompletedConfig) New() (_ *Server, err error) {
 			return s.authorizeIn(ctx, RootHeaven, a)
 		},
 	}
+	s.inProcess = &memnet.Transport{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.front.ServeHTTP(w, r.WithContext(withLoopback(r.Context())))
+	})}
 	if err := s.pki.WriteKubeconfig(s.KubeconfigPath(), s.URL(), RootHeaven, "default"); err != nil {
 		return nil, fmt.Errorf("writing %s: %w", s.KubeconfigPath(), err)
 	}
@@ -229,18 +235,8 @@ func (s *Server) Run(ctx context.Context) error {
 		ReadHeaderTimeout: 32 * time.Second,
 		MaxHeaderBytes:    1 << 20,
 	}
-	memServer := &http.Server{
-		Handler:     s.front,
-		ConnContext: func(ctx context.Context, _ net.Conn) context.Context { return withLoopback(ctx) },
-	}
-	// Heavens' own clients speak HTTP/2 without TLS (heavenapi's
-	// loopback); heaven-server's own, HTTP/1.1.
-	memServer.Protocols = new(http.Protocols)
-	memServer.Protocols.SetHTTP1(true)
-	memServer.Protocols.SetUnencryptedHTTP2(true)
-	errs := make(chan error, 2+len(s.cfg.EtcdAPIURLs))
+	errs := make(chan error, 1+len(s.cfg.EtcdAPIURLs))
 	go func() { errs <- tlsServer.ServeTLS(s.listener, "", "") }()
-	go func() { errs <- memServer.Serve(s.mem) }()
 	if s.etcdAPI != nil {
 		s.etcdAPI.serve(ctx, s.cfg.EtcdAPILayout, s.EphemeralEtcdURLs(), errs)
 	}
@@ -259,7 +255,6 @@ func (s *Server) Run(ctx context.Context) error {
 		s.etcdAPI.shutdown(shutdownCtx)
 	}
 	s.heavens.stopAll(shutdownCtx)
-	_ = memServer.Shutdown(shutdownCtx)
 	s.close(shutdownCtx)
 	return err
 }
@@ -299,7 +294,6 @@ func (s *Server) close(ctx context.Context) {
 	if s.etcdAPI != nil {
 		s.etcdAPI.close()
 	}
-	_ = s.mem.Close()
 	if s.repo != nil {
 		if err := s.repo.Close(); err != nil {
 			klog.ErrorS(err, "Closing the git repository")
@@ -457,16 +451,10 @@ func (s *Server) heavenType(name string) (v1alpha1.HeavenType, error) {
 }
 
 // loopbackHTTP is the one HTTP client of the in-process requests that
-// heaven-server makes on its own (Heaven objects, Events): a client of its
-// own per request would leave its idle connections behind.
+// heaven-server makes on its own (Heaven objects, Events).
 func (s *Server) loopbackHTTP() (*http.Client, error) {
 	s.loopbackOnce.Do(func() {
-		cfg := s.loopbackConfig(RootHeaven)
-		// These requests come now and then: their connections need not
-		// stay open in between.
-		cfg.Transport = &http.Transport{DialContext: s.mem.DialContext, MaxIdleConnsPerHost: 2, IdleConnTimeout: 5 * time.Second}
-		cfg.Dial = nil
-		s.loopbackClient, s.loopbackErr = rest.HTTPClientFor(cfg)
+		s.loopbackClient, s.loopbackErr = rest.HTTPClientFor(s.loopbackConfig(RootHeaven))
 	})
 	return s.loopbackClient, s.loopbackErr
 }
@@ -489,11 +477,11 @@ func (s *Server) loopbackHeaven(name string) (versioned.Interface, error) {
 	return versioned.NewForConfigAndClient(s.loopbackConfig(name), c)
 }
 
-// loopbackConfig reaches heaven name through the in-memory listener.
+// loopbackConfig reaches heaven name in process (inProcess).
 func (s *Server) loopbackConfig(name string) *rest.Config {
 	return &rest.Config{
 		Host:          "http://heaven-loopback" + ClustersPrefix + name,
-		Dial:          s.mem.DialContext,
+		Transport:     s.inProcess,
 		QPS:           1000,
 		Burst:         2000,
 		UserAgent:     "heaven-server/" + name,
