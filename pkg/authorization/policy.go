@@ -23,13 +23,14 @@ type Stores struct {
 // RBAC API's escalation checks see the same roles.
 //
 // It answers from a snapshot of the heaven's watch caches (resourceVersion
-// 0), converted once and kept while its watches of the four stores see no
-// change (snapshot.go): what kube-apiserver's RBAC authorizer gets from its
+// 0), converted once and kept while its watches see no change
+// (snapshot.go): what kube-apiserver's RBAC authorizer gets from its
 // informers, without a second copy of the objects. A binding is in effect
 // once the heaven's cache has it, within milliseconds of its write.
 type Policy struct {
 	stores     atomic.Pointer[Stores]
-	watching   atomic.Int32 // watches running, of the 4 stores
+	watches    atomic.Int32 // watches that see every change (Run)
+	watching   atomic.Int32 // watches running, of those
 	generation atomic.Int64 // moves on every change the watches see
 	snap       atomic.Pointer[snapshot]
 	mu         sync.Mutex // one snapshot built at a time

@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"path"
 	"sync/atomic"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsapiserver "k8s.io/apiextensions-apiserver/pkg/apiserver"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -304,7 +307,7 @@ func (c Config) build() (*built, error) {
 		return nil, err
 	}
 	s.AddPostStartHookOrDie("heaven-rbac-policy", func(hc genericapiserver.PostStartHookContext) error {
-		policy.Run(hc.Context)
+		policy.Run(hc.Context, c.rbacChanges())
 		return nil
 	})
 	if !c.ReadOnly { // the past has no controllers
@@ -330,4 +333,15 @@ func (c Config) build() (*built, error) {
 		klog.ErrorS(err, "Heaven keeps the stacks of its paths' registrations", "heaven", c.Name)
 	}
 	return &built{server: s, run: prepared.RunWithContext, kube: kube, tokens: tokenReviews}, nil
+}
+
+// rbacChanges watches the heaven's RBAC objects with one watch of the keys
+// below their four stores: one goroutine, where a watch through each store
+// takes five.
+func (c Config) rbacChanges() authorization.Changes {
+	client := c.Clients.Git
+	key := path.Join("/", c.Clients.GitPrefix, rbacv1.GroupName) + "/"
+	return func(ctx context.Context) clientv3.WatchChan {
+		return client.Watch(ctx, key, clientv3.WithPrefix())
+	}
 }
