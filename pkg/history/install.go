@@ -83,7 +83,14 @@ func Install(s *genericapiserver.GenericAPIServer, c Config) error {
 		"restores": &restores{c},
 		"merges":   &merges{c},
 	}
-	return s.InstallAPIGroup(&info)
+	if err := s.InstallAPIGroup(&info); err != nil {
+		return err
+	}
+	// The server keeps info (to destroy its storage) and with it the
+	// OpenAPI models it built, which nothing reads once the group is
+	// installed: about 0.1 MiB per running heaven.
+	info.StaticOpenAPISpec = nil
+	return nil
 }
 
 // branch opens the heaven's branch (it is open while the heaven runs).
