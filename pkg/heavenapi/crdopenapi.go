@@ -42,8 +42,9 @@ type crdOpenAPIV3 struct {
 // crdDocumentURL is the address of a group version's document, and what it
 // was built from.
 type crdDocumentURL struct {
-	from string // the CRDs' names and resource versions
-	url  handler3.OpenAPIV3DiscoveryGroupVersion
+	from   string // the CRDs' names and resource versions
+	url    handler3.OpenAPIV3DiscoveryGroupVersion
+	failed bool // no document could be built: not listed, not tried again until the CRDs change
 }
 
 func newCRDOpenAPIV3(crds listers.CustomResourceDefinitionLister) *crdOpenAPIV3 {
@@ -130,11 +131,14 @@ func (c *crdOpenAPIV3) discovery() (map[string]handler3.OpenAPIV3DiscoveryGroupV
 	for path, crds := range byPath {
 		from := builtFrom(crds)
 		if u, ok := c.urls[path]; ok && u.from == from {
-			out[path] = u.url
+			if !u.failed {
+				out[path] = u.url
+			}
 			continue
 		}
 		doc, err := document(path, crds)
 		if err != nil {
+			c.urls[path] = crdDocumentURL{from: from, failed: true}
 			continue
 		}
 		changed[path] = doc
