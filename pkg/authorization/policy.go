@@ -29,8 +29,7 @@ type Stores struct {
 // once the heaven's cache has it, within milliseconds of its write.
 type Policy struct {
 	stores     atomic.Pointer[Stores]
-	watches    atomic.Int32 // watches that see every change (Run)
-	watching   atomic.Int32 // watches running, of those
+	watching   atomic.Bool  // the watch of changes runs (Run)
 	generation atomic.Int64 // moves on every change the watches see
 	snap       atomic.Pointer[snapshot]
 	mu         sync.Mutex // one snapshot built at a time

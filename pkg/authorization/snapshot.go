@@ -9,93 +9,55 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apimachinery/pkg/watch"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
-	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/kubernetes/pkg/apis/rbac"
 	rbacv1helpers "k8s.io/kubernetes/pkg/apis/rbac/v1"
 )
 
 // A Policy answers from a snapshot of the heaven's stored Roles,
-// ClusterRoles and bindings, converted once, for as long as its watches
-// (Run) see no change. Until the watches run (Run), and whenever
-// one is down, nothing says when a snapshot goes stale: each question gets
-// a snapshot of its own.
+// ClusterRoles and bindings, converted once, for as long as its watch (Run)
+// sees no change. Until the watch runs, and whenever it is down, nothing
+// says when a snapshot goes stale: each question gets a snapshot of its own.
 
 // Changes watches a heaven's Roles, ClusterRoles and bindings at once,
-// below their stores: the channel receives on every change and closes when
-// the watch ends.
+// below their stores (one watch, where a watch through each REST store is a
+// chain of the API server's goroutines and buffers): the channel receives on
+// every change after the call began and closes when the watch ends.
 type Changes func(ctx context.Context) clientv3.WatchChan
 
-// Run keeps the policy's snapshot current until ctx ends, with one watch of
-// changes, or with nil, a watch of each of the four stores (each a chain of
-// goroutines of the API server's storage).
+// Run keeps the policy's snapshot current until ctx ends, watching changes
+// again after a watch ends (at once after a long watch, later after a short
+// one).
 func (p *Policy) Run(ctx context.Context, changes Changes) {
-	s, err := p.bound()
-	if err != nil {
-		return
-	}
-	if changes != nil {
-		p.watches.Store(1)
-		go watchChanges(ctx, p, func(ctx context.Context) (<-chan clientv3.WatchResponse, func(), error) {
-			return changes(ctx), func() {}, nil
-		})
-		return
-	}
-	p.watches.Store(4)
-	for _, store := range []rest.Watcher{s.Roles, s.RoleBindings, s.ClusterRoles, s.ClusterRoleBindings} {
-		go watchChanges(ctx, p, func(ctx context.Context) (<-chan watch.Event, func(), error) {
-			w, err := store.Watch(genericapirequest.WithNamespace(ctx, ""), cachedList())
-			if err != nil {
-				return nil, nil, err
-			}
-			return w.ResultChan(), w.Stop, nil
-		})
-	}
-}
-
-// watchChanges counts the changes one watch sees, watching again after it
-// ends (at once after a long watch, later after a short one).
-func watchChanges[E any](ctx context.Context, p *Policy, start func(context.Context) (<-chan E, func(), error)) {
-	newBackoff := func() wait.Backoff {
-		return wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 10, Cap: 10 * time.Second}
-	}
-	backoff := newBackoff()
-	pause := func() bool {
-		select {
-		case <-ctx.Done():
-			return false
-		case <-time.After(backoff.Step()):
-			return true
+	go func() {
+		newBackoff := func() wait.Backoff {
+			return wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 10, Cap: 10 * time.Second}
 		}
-	}
-	for ctx.Err() == nil {
-		wctx, cancel := context.WithCancel(ctx)
-		events, stop, err := start(wctx)
-		if err != nil {
-			cancel()
-			if !pause() {
-				return
-			}
-			continue
-		}
-		began := time.Now()
-		// Changes made before the watch began are in its first events.
-		p.generation.Add(1)
-		p.watching.Add(1)
-		for range events {
+		backoff := newBackoff()
+		for ctx.Err() == nil {
+			wctx, cancel := context.WithCancel(ctx)
+			began := time.Now()
+			events := changes(wctx)
+			// A snapshot taken before now may miss what the watch
+			// saw first: move on from it.
 			p.generation.Add(1)
+			p.watching.Store(true)
+			for range events {
+				p.generation.Add(1)
+			}
+			p.watching.Store(false)
+			p.generation.Add(1)
+			cancel()
+			if time.Since(began) > time.Minute {
+				backoff = newBackoff()
+				continue
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(backoff.Step()):
+			}
 		}
-		p.watching.Add(-1)
-		p.generation.Add(1)
-		stop()
-		cancel()
-		if time.Since(began) > time.Minute {
-			backoff = newBackoff()
-		} else if !pause() {
-			return
-		}
-	}
+	}()
 }
 
 // current is the snapshot of now: kept while the watches see no change.
@@ -104,7 +66,7 @@ func (p *Policy) current(ctx context.Context) (*snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	if w := p.watches.Load(); w == 0 || p.watching.Load() < w {
+	if !p.watching.Load() {
 		return newSnapshot(ctx, s, 0)
 	}
 	gen := p.generation.Load()

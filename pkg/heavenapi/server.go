@@ -342,6 +342,15 @@ func (c Config) rbacChanges() authorization.Changes {
 	client := c.Clients.Git
 	key := path.Join("/", c.Clients.GitPrefix, rbacv1.GroupName) + "/"
 	return func(ctx context.Context) clientv3.WatchChan {
-		return client.Watch(ctx, key, clientv3.WithPrefix())
+		// From the revision of now: an etcd client starts its watches
+		// later, and a change in between must not be lost.
+		now, err := client.KV.Get(ctx, key, clientv3.WithPrefix(), clientv3.WithCountOnly())
+		if err != nil {
+			klog.V(2).InfoS("Watching RBAC changes", "heaven", c.Name, "err", err)
+			ended := make(chan clientv3.WatchResponse)
+			close(ended)
+			return ended
+		}
+		return client.Watch(ctx, key, clientv3.WithPrefix(), clientv3.WithRev(now.Header.Revision+1))
 	}
 }

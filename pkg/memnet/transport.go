@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"sync"
 
@@ -36,6 +37,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx, cancel := context.WithCancel(req.Context())
 	r := req.Clone(ctx)
 	r.RequestURI = req.URL.RequestURI()
+	// As a server parses it: the path and query, no scheme or host.
+	r.URL = &url.URL{Path: req.URL.Path, RawPath: req.URL.RawPath, RawQuery: req.URL.RawQuery}
 	r.Host = req.Host
 	if r.Host == "" {
 		r.Host = req.URL.Host

@@ -37,9 +37,9 @@ func TestTransportServesRequests(t *testing.T) {
 		name: "a POST's body reaches the handler", method: http.MethodPost, body: "hello",
 		handler: func(w http.ResponseWriter, r *http.Request) {
 			b, _ := io.ReadAll(r.Body)
-			io.WriteString(w, strings.ToUpper(string(b))+" "+r.RequestURI)
+			io.WriteString(w, strings.ToUpper(string(b))+" "+r.RequestURI+" "+r.URL.String())
 		},
-		wantCode: http.StatusOK, wantBody: "HELLO /x?y=1",
+		wantCode: http.StatusOK, wantBody: "HELLO /x?y=1 /x?y=1",
 		wantHeader: map[string]string{"Content-Type": "text/plain; charset=utf-8"}, wantLength: -1,
 	}, {
 		name: "a handler that writes nothing", method: http.MethodDelete,
