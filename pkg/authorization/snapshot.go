@@ -60,7 +60,7 @@ func (p *Policy) Run(ctx context.Context, changes Changes) {
 	}()
 }
 
-// current is the snapshot of now: kept while the watches see no change.
+// current is the snapshot of now: kept while the watch sees no change.
 func (p *Policy) current(ctx context.Context) (*snapshot, error) {
 	s, err := p.bound()
 	if err != nil {
