@@ -128,6 +128,7 @@ func (c *crdOpenAPIV3) discovery() (map[string]handler3.OpenAPIV3DiscoveryGroupV
 	defer c.mu.Unlock()
 	out := make(map[string]handler3.OpenAPIV3DiscoveryGroupVersion, len(byPath))
 	changed := map[string]*spec3.OpenAPI{}
+	changedFrom := map[string]string{}
 	for path, crds := range byPath {
 		from := builtFrom(crds)
 		if u, ok := c.urls[path]; ok && u.from == from {
@@ -141,7 +142,7 @@ func (c *crdOpenAPIV3) discovery() (map[string]handler3.OpenAPIV3DiscoveryGroupV
 			c.urls[path] = crdDocumentURL{from: from, failed: true}
 			continue
 		}
-		changed[path] = doc
+		changed[path], changedFrom[path] = doc, from
 	}
 	if len(changed) > 0 {
 		// The addresses as kube-openapi's handler gives them (with the
@@ -156,7 +157,7 @@ func (c *crdOpenAPIV3) discovery() (map[string]handler3.OpenAPIV3DiscoveryGroupV
 				return nil, fmt.Errorf("OpenAPI v3 discovery lists no %s", path)
 			}
 			out[path] = u
-			c.urls[path] = crdDocumentURL{from: builtFrom(byPath[path]), url: u}
+			c.urls[path] = crdDocumentURL{from: changedFrom[path], url: u}
 		}
 	}
 	for path := range c.urls {

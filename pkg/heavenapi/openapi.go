@@ -5,6 +5,7 @@ import (
 	"crypto/sha512"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -149,6 +150,9 @@ type staticOpenAPI struct {
 	v2        *spec.Swagger
 	v3        map[string]*spec3.OpenAPI
 	v3Service *handler3.OpenAPIService // serves v3
+	// v3Paths is v3Service's discovery document, read once: every heaven's
+	// /openapi/v3 lists these paths (and its CRDs').
+	v3Paths map[string]handler3.OpenAPIV3DiscoveryGroupVersion
 }
 
 // openAPIV3Handler serves /openapi/v3 of one heaven: the shared documents
@@ -157,6 +161,7 @@ type staticOpenAPI struct {
 type openAPIV3Handler struct {
 	shared       *handler3.OpenAPIService
 	sharedGroups map[string]*spec3.OpenAPI
+	sharedPaths  map[string]handler3.OpenAPIV3DiscoveryGroupVersion
 	crds         *crdOpenAPIV3
 }
 
@@ -169,11 +174,9 @@ func (h *openAPIV3Handler) groupVersion(w http.ResponseWriter, r *http.Request) 
 }
 
 func (h *openAPIV3Handler) discovery(w http.ResponseWriter, r *http.Request) {
-	var merged handler3.OpenAPIV3Discovery
-	if err := serveJSON(h.shared.HandleDiscovery, "/openapi/v3", &merged); err != nil {
-		http.Error(w, "OpenAPI v3 discovery failed", http.StatusInternalServerError)
-		return
-	}
+	// Asked every 5 seconds (the mutating admission policy plugin):
+	// nothing here is built again but the CRDs' changed documents.
+	merged := handler3.OpenAPIV3Discovery{Paths: maps.Clone(h.sharedPaths)}
 	crds, err := h.crds.discovery()
 	if err != nil {
 		http.Error(w, "OpenAPI v3 discovery failed: "+err.Error(), http.StatusInternalServerError)
@@ -258,7 +261,7 @@ func installOpenAPI(s *genericapiserver.GenericAPIServer, v2 *common.Config, v3 
 	// The built-in groups' v3 documents are served by one service for
 	// every heaven (it keeps each document's JSON, megabytes in all); the
 	// CRDs' are built on request.
-	v3Handler := &openAPIV3Handler{shared: docs.v3Service, sharedGroups: docs.v3, crds: newCRDOpenAPIV3(crds)}
+	v3Handler := &openAPIV3Handler{shared: docs.v3Service, sharedGroups: docs.v3, sharedPaths: docs.v3Paths, crds: newCRDOpenAPIV3(crds)}
 	mux.Handle("/openapi/v3", http.HandlerFunc(v3Handler.discovery))
 	mux.HandlePrefix("/openapi/v3/", http.HandlerFunc(v3Handler.groupVersion))
 	// No OpenAPIV3VersionedService: apiextensions would run its
@@ -290,6 +293,11 @@ func buildStaticOpenAPI(c *restful.Container, v2 *common.Config, v3 *common.Open
 	for gv, doc := range docs.v3 {
 		docs.v3Service.UpdateGroupVersion(gv, doc)
 	}
+	var d handler3.OpenAPIV3Discovery
+	if err := serveJSON(docs.v3Service.HandleDiscovery, "/openapi/v3", &d); err != nil {
+		return nil, fmt.Errorf("OpenAPI v3 discovery: %w", err)
+	}
+	docs.v3Paths = d.Paths
 	return docs, nil
 }
 
