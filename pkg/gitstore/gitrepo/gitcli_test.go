@@ -114,3 +114,44 @@ func TestReadsAfterGitGC(t *testing.T) {
 	require.NoError(t, it.ForEach(func(plumbing.EncodedObject) error { n++; return nil }))
 	require.Equal(t, 7, n)
 }
+
+// git gc deletes an index it finds without its pack. A gc run while one
+// of our packs has its final name and its index not yet must leave every
+// object readable: with the index named first, gc took it for garbage,
+// the pack came without one, and a commit was lost (TestChaos).
+func TestGitGCBetweenAPacksRenames(t *testing.T) {
+	for name, write := range map[string]func(r *Repo, b *Batch, h, parent plumbing.Hash) error{
+		"Write": func(r *Repo, b *Batch, h, parent plumbing.Hash) error {
+			if err := r.Write(b); err != nil {
+				return err
+			}
+			return r.CompareAndSwapRef(plumbing.Main, h, parent)
+		},
+		"Commit": func(r *Repo, b *Batch, h, parent plumbing.Hash) error {
+			return r.Commit(b, plumbing.Main, h, parent)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := openTemp(t)
+			parent := commitFiles(t, r, files(20, "a-"), "first\n")
+			gcs := 0
+			betweenPackRenames = func() {
+				gcs++
+				// Commit holds the ref's lock meanwhile, which pack-refs
+				// would stop at; the step that deletes garbage comes later.
+				git(t, r.Dir(), "-c", "gc.packRefs=false", "gc", "--quiet")
+			}
+			t.Cleanup(func() { betweenPackRenames = nil })
+			b := r.NewBatch()
+			h := addCommit(t, b, parent, files(20, "b-"), "second\n")
+			require.NoError(t, write(r, b, h, parent))
+			betweenPackRenames = nil
+			require.Equal(t, 1, gcs, "precondition: git gc ran between the renames")
+
+			require.NoError(t, r.Close())
+			require.Equal(t, "second", git(t, r.Dir(), "log", "-1", "--format=%s", h.String()))
+			require.Contains(t, git(t, r.Dir(), "show", h.String()+":b-0019.json"), `"n": 19`)
+			fsck(t, r.Dir())
+		})
+	}
+}

@@ -208,10 +208,12 @@ func rebase(raw []byte, off, newOff int64, moved map[int64]int64) ([]byte, error
 	return append(out, raw[n+m:]...), nil
 }
 
-// removePacks deletes merged packs: the pack first, so no reader that
-// lists packs (go-git) finds a pack without its index (an index left by a
-// crash is removed by Open), then the files git may have added beside it.
-// Like git repack, it drops a multi-pack-index, which would name them.
+// removePacks deletes merged packs: the pack first, as git does, so that
+// no reader finds an index whose pack is about to go (readers find packs
+// by their index and skip one without its pack; an index left by a crash
+// is removed by Open, and by git gc), then the files git may have added
+// beside it. Like git repack, it drops a multi-pack-index, which would
+// name them.
 func (r *Repo) removePacks(packs []*pack, keep plumbing.Hash) error {
 	for _, p := range packs {
 		if p.sum == keep {

@@ -52,13 +52,18 @@ func initIfEmpty(dir string) error {
 }
 
 // removeLeftovers deletes what a writer that crashed may have left: our
-// temporary files (also a journal being created), indexes whose pack was never renamed into place (we
-// rename the index first), and ref locks. Git never leaves an index
-// without its pack (it renames the pack first), so this touches none of
-// a concurrent push's files; ref locks, though, may be git's own, which
-// is why no git may write refs while Open runs.
+// temporary files (also a journal being created), our .keep files and the
+// pack one guarded if its index never came (place; the journal writes it
+// again if its commit needs it), indexes without their pack (a removal
+// cut short: packs go first), and ref locks. A pack without its index and
+// without our .keep is left alone: it may be git's, between its renames.
+// Ref locks, though, may be git's own, which is why no git may write refs
+// while Open runs.
 func (r *Repo) removeLeftovers() error {
 	if err := removeMatching(r.dir, func(n string) bool { return strings.HasPrefix(n, tmpPrefix) }); err != nil {
+		return err
+	}
+	if err := r.removeOurKeeps(); err != nil {
 		return err
 	}
 	if err := removeMatching(r.packDir, func(n string) bool {
@@ -86,6 +91,34 @@ func (r *Repo) removeLeftovers() error {
 		}
 		return os.Remove(path)
 	})
+}
+
+// removeOurKeeps removes the .keep files place left, with their pack
+// when it has no index.
+func (r *Repo) removeOurKeeps() error {
+	ents, err := os.ReadDir(r.packDir)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		sum, ok := packName(e.Name(), ".keep")
+		if !ok {
+			continue
+		}
+		keep := filepath.Join(r.packDir, e.Name())
+		if data, err := os.ReadFile(keep); err != nil || string(data) != keepMarker {
+			continue
+		}
+		if _, err := os.Stat(packPath(r.packDir, sum, ".idx")); errors.Is(err, fs.ErrNotExist) {
+			if err := os.Remove(packPath(r.packDir, sum, ".pack")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+		}
+		if err := os.Remove(keep); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
 }
 
 func removeMatching(dir string, match func(string) bool) error {

@@ -93,6 +93,17 @@ func TestOpenRemovesLeftoversOfACrash(t *testing.T) {
 		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
 		require.NoError(t, os.WriteFile(p, []byte("partial"), 0o644))
 	}
+	// place cut short between its renames: our .keep and a pack without
+	// its index go; a pack git keeps stays.
+	packDir := filepath.Join(dir, "objects/pack")
+	ourKeep, ourPack := packPath(packDir, testHash(3), ".keep"), packPath(packDir, testHash(3), ".pack")
+	require.NoError(t, os.WriteFile(ourKeep, []byte(keepMarker), 0o444))
+	require.NoError(t, os.WriteFile(ourPack, []byte("PACK"), 0o444))
+	ours = append(ours, ourKeep, ourPack)
+	gitsKeep := packPath(packDir, testHash(4), ".keep")
+	require.NoError(t, os.WriteFile(gitsKeep, []byte("receive-pack 123 on host\n"), 0o444))
+	require.NoError(t, os.WriteFile(packPath(packDir, testHash(4), ".pack"), []byte("PACK"), 0o444))
+	gits = append(gits, gitsKeep, packPath(packDir, testHash(4), ".pack"))
 
 	r, err := Open(dir)
 	require.NoError(t, err)

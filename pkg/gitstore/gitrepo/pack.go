@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"crypto/sha1"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash"
 	"hash/crc32"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -188,20 +190,37 @@ func stagePack(dir string, f, idx *os.File, entries []idxEntry, sum plumbing.Has
 	return t, err
 }
 
-// place gives the files their final names: the index first and the pack
-// last (the pack's name is what go-git lists; git lists indexes but
-// ignores one without its pack). When durable, the directory is fsynced
-// after; otherwise the caller's journal makes them recoverable. It
-// returns the pack opened, not yet visible to readers (addPack).
+// place gives the files their final names: the pack first and the index
+// last, as git does, under a .keep file, as git's index-pack keeps a
+// pushed pack. Both orders have a moment when one name is there without
+// the other, and git gc acts on each: it deletes an index without its
+// pack (garbage to git), and git repack, which lists packs by their .pack
+// files, deletes a pack it listed without an index once its new pack is
+// written, unless the pack is kept. Readers (git's and ours) find packs by
+// their index, so the pack is invisible until both names are there. When
+// durable, the directory is fsynced after; otherwise the caller's journal
+// makes them recoverable. It returns the pack opened, not yet visible to
+// readers (addPack).
 func (t *packTemp) place(durable bool) (*pack, error) {
-	// Open for reading before the rename: once renamed, Maintain may
-	// merge and remove the pack before we return.
+	// Open for reading before the rename: once named, Maintain may merge
+	// and remove the pack before we return.
 	rf, err := os.Open(t.pack)
+	var release func()
 	if err == nil {
-		err = os.Rename(t.idx, packPath(t.dir, t.sum, ".idx"))
+		release, err = keepPack(t.dir, t.sum)
 	}
 	if err == nil {
 		err = os.Rename(t.pack, packPath(t.dir, t.sum, ".pack"))
+		if err == nil {
+			if betweenPackRenames != nil {
+				betweenPackRenames()
+			}
+			// A failure here leaves a pack without its index, which no
+			// reader sees and git gc removes: it may be an intact copy
+			// written before, and the journal writes it again if needed.
+			err = os.Rename(t.idx, packPath(t.dir, t.sum, ".idx"))
+		}
+		release() // whole now: git repack includes its objects before removing it
 	}
 	if err == nil && durable {
 		err = syncDir(t.dir)
@@ -215,6 +234,37 @@ func (t *packTemp) place(durable bool) (*pack, error) {
 	}
 	return &pack{sum: t.sum, idx: t.index, f: rf, size: t.size}, nil
 }
+
+// keepMarker is what our .keep files hold: Open removes a .keep holding
+// it (left by a crash in place), never git's or an operator's.
+const keepMarker = "heaven: being named\n"
+
+// keepPack creates pack-<sum>.keep and returns what removes it. A .keep
+// there already (git's, an operator's, or one of ours for the same pack
+// written again at the same time) is left as it is.
+func keepPack(dir string, sum plumbing.Hash) (func(), error) {
+	path := packPath(dir, sum, ".keep")
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o444)
+	if errors.Is(err, fs.ErrExist) {
+		return func() {}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	_, err = f.WriteString(keepMarker)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+		return nil, err
+	}
+	return func() { os.Remove(path) }, nil
+}
+
+// betweenPackRenames, when set by a test, runs between the renames of a
+// pack and its index.
+var betweenPackRenames func()
 
 // remove deletes the temporary files not renamed yet.
 func (t *packTemp) remove() {

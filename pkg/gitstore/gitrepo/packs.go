@@ -111,7 +111,7 @@ func (r *Repo) refreshPacks(seen *packSet) (bool, error) {
 		}
 		p, err := openPack(r.packDir, sum)
 		if errors.Is(err, fs.ErrNotExist) {
-			continue // being written (index first) or removed
+			continue // being removed (the pack goes first)
 		}
 		if err != nil {
 			return false, err
