@@ -143,6 +143,9 @@ func (r *Repo) Commit(b *Batch, name plumbing.ReferenceName, new, old plumbing.H
 	go func() {
 		defer done()
 		defer release()
+		if t != nil {
+			defer t.release() // the pack's .keep, once the answer is on its way
+		}
 		_, err := lock.WriteString(refValue{hash: new}.String())
 		if cerr := lock.Close(); err == nil {
 			err = cerr
@@ -186,8 +189,9 @@ func (r *Repo) fitRecord(j *journal, rec *record) error {
 	return err
 }
 
-// stageAsync writes ep (if any) to temporary files without fsync, in the
-// background; the returned function waits for it.
+// stageAsync writes ep (if any) to temporary files without fsync and
+// takes its .keep (place), in the background; the returned function waits
+// for it.
 func (r *Repo) stageAsync(ep encodedPack) func() (*packTemp, error) {
 	if ep.data == nil {
 		return func() (*packTemp, error) { return nil, nil }
@@ -200,6 +204,12 @@ func (r *Repo) stageAsync(ep encodedPack) func() (*packTemp, error) {
 	spare := r.spare.take()
 	go func() {
 		t, err := r.stageEncoded(ep, false, spare)
+		if err == nil {
+			if err = t.keep(); err != nil {
+				t.remove()
+				t = nil
+			}
+		}
 		done <- staged{t, err}
 	}()
 	return func() (*packTemp, error) {

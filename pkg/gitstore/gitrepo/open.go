@@ -3,6 +3,7 @@ package gitrepo
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -105,12 +106,12 @@ func (r *Repo) removeOurKeeps() error {
 		if !ok {
 			continue
 		}
-		keep := filepath.Join(r.packDir, e.Name())
-		if data, err := os.ReadFile(keep); err != nil || string(data) != keepMarker {
+		keep, pack := filepath.Join(r.packDir, e.Name()), packPath(r.packDir, sum, ".pack")
+		if !isPackFile(keep) {
 			continue
 		}
 		if _, err := os.Stat(packPath(r.packDir, sum, ".idx")); errors.Is(err, fs.ErrNotExist) {
-			if err := os.Remove(packPath(r.packDir, sum, ".pack")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			if err := os.Remove(pack); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return err
 			}
 		}
@@ -119,6 +120,19 @@ func (r *Repo) removeOurKeeps() error {
 		}
 	}
 	return nil
+}
+
+// isPackFile reports whether path starts as a pack does: our .keep files
+// are links to their pack (keepPack); git's hold a line of text or nothing.
+func isPackFile(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	magic := make([]byte, 4)
+	_, err = io.ReadFull(f, magic)
+	return err == nil && string(magic) == "PACK"
 }
 
 func removeMatching(dir string, match func(string) bool) error {

@@ -135,6 +135,7 @@ type packTemp struct {
 	sum       plumbing.Hash
 	index     *index
 	size      int64
+	unkeep    func() // removes the .keep taken by keep, if any
 }
 
 // stagePack completes a pack written to the temporary file f: it closes
@@ -205,22 +206,22 @@ func (t *packTemp) place(durable bool) (*pack, error) {
 	// Open for reading before the rename: once named, Maintain may merge
 	// and remove the pack before we return.
 	rf, err := os.Open(t.pack)
-	var release func()
-	if err == nil {
-		release, err = keepPack(t.dir, t.sum)
+	took := false
+	if err == nil && t.unkeep == nil {
+		err, took = t.keep(), true
 	}
 	if err == nil {
 		err = os.Rename(t.pack, packPath(t.dir, t.sum, ".pack"))
-		if err == nil {
-			if betweenPackRenames != nil {
-				betweenPackRenames()
-			}
-			// A failure here leaves a pack without its index, which no
-			// reader sees and git gc removes: it may be an intact copy
-			// written before, and the journal writes it again if needed.
-			err = os.Rename(t.idx, packPath(t.dir, t.sum, ".idx"))
+	}
+	if err == nil {
+		if betweenPackRenames != nil {
+			betweenPackRenames()
 		}
-		release() // whole now: git repack includes its objects before removing it
+		// A failure here leaves a pack without its index, which no
+		// reader sees and git gc removes once it is not kept: it may be
+		// an intact copy written before, and the journal writes it
+		// again if needed.
+		err = os.Rename(t.idx, packPath(t.dir, t.sum, ".idx"))
 	}
 	if err == nil && durable {
 		err = syncDir(t.dir)
@@ -232,31 +233,42 @@ func (t *packTemp) place(durable bool) (*pack, error) {
 		t.remove()
 		return nil, err
 	}
+	if took {
+		t.release() // whole now: git repack includes its objects before removing it
+	}
 	return &pack{sum: t.sum, idx: t.index, f: rf, size: t.size}, nil
 }
 
-// keepMarker is what our .keep files hold: Open removes a .keep holding
-// it (left by a crash in place), never git's or an operator's.
-const keepMarker = "heaven: being named\n"
+// keep creates the pack's .keep ahead of place, which then leaves it for
+// the caller to release: Commit takes it while the journal syncs, and
+// removes it after its answer.
+func (t *packTemp) keep() error {
+	unkeep, err := keepPack(t.dir, t.pack, t.sum)
+	t.unkeep = unkeep
+	return err
+}
 
-// keepPack creates pack-<sum>.keep and returns what removes it. A .keep
-// there already (git's, an operator's, or one of ours for the same pack
-// written again at the same time) is left as it is.
-func keepPack(dir string, sum plumbing.Hash) (func(), error) {
+// release removes the .keep taken by keep.
+func (t *packTemp) release() {
+	if t.unkeep != nil {
+		t.unkeep()
+		t.unkeep = nil
+	}
+}
+
+// keepPack makes pack-<sum>.keep a hard link to the pack's temporary
+// file, and returns what removes it. Git only asks whether a .keep exists;
+// a link costs no inode, and Open tells ours (a crash's) from git's or an
+// operator's by it being the same file as the pack. A .keep there already
+// (theirs, or ours for the same pack written again at the same time) is
+// left as it is.
+func keepPack(dir, tmpPack string, sum plumbing.Hash) (func(), error) {
 	path := packPath(dir, sum, ".keep")
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o444)
+	err := os.Link(tmpPack, path)
 	if errors.Is(err, fs.ErrExist) {
-		return func() {}, nil
+		return nil, nil
 	}
 	if err != nil {
-		return nil, err
-	}
-	_, err = f.WriteString(keepMarker)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(path)
 		return nil, err
 	}
 	return func() { os.Remove(path) }, nil
@@ -266,8 +278,9 @@ func keepPack(dir string, sum plumbing.Hash) (func(), error) {
 // pack and its index.
 var betweenPackRenames func()
 
-// remove deletes the temporary files not renamed yet.
+// remove deletes the temporary files not renamed yet, and the .keep.
 func (t *packTemp) remove() {
+	t.release()
 	if t.idx != "" {
 		os.Remove(t.idx)
 	}
