@@ -3,17 +3,18 @@ package framework
 import (
 	"fmt"
 	"path/filepath"
+	"sync"
 	"testing"
 )
 
 // RunKubeControllerManager runs the real kube-controller-manager against
 // a heaven of h, as against a kube-apiserver: every controller on by default,
 // no leader election (one instance), no serving port. It stops when the
-// test ends; its log is in the test's temporary directory, and its end is
-// shown if the test fails.
-func (h *HeavenServer) RunKubeControllerManager(t testing.TB, heaven string, args ...string) {
+// test ends, or when stopped; its log is in the test's temporary
+// directory, and its end is shown if the test fails.
+func (h *HeavenServer) RunKubeControllerManager(t testing.TB, heaven string, args ...string) *Component {
 	t.Helper()
-	runComponent(t, kubeControllerManager, h.kubeconfigFile(t, heaven), append([]string{
+	return runComponent(t, kubeControllerManager, h.kubeconfigFile(t, heaven), append([]string{
 		"--controllers=*",
 		"--leader-elect=false",
 		"--secure-port=0",
@@ -27,21 +28,21 @@ func (h *HeavenServer) RunKubeControllerManager(t testing.TB, heaven string, arg
 
 // RunKubeScheduler runs the real kube-scheduler against a heaven of h, as
 // RunKubeControllerManager runs kube-controller-manager.
-func (h *HeavenServer) RunKubeScheduler(t testing.TB, heaven string, args ...string) {
+func (h *HeavenServer) RunKubeScheduler(t testing.TB, heaven string, args ...string) *Component {
 	t.Helper()
-	runKubeScheduler(t, h.kubeconfigFile(t, heaven), args)
+	return runKubeScheduler(t, h.kubeconfigFile(t, heaven), args)
 }
 
 // RunKubeScheduler runs the real kube-scheduler against c, as
 // HeavenServer.RunKubeScheduler does against a heaven.
-func (c *Cluster) RunKubeScheduler(t testing.TB, args ...string) {
+func (c *Cluster) RunKubeScheduler(t testing.TB, args ...string) *Component {
 	t.Helper()
-	runKubeScheduler(t, c.Kubeconfig, args)
+	return runKubeScheduler(t, c.Kubeconfig, args)
 }
 
-func runKubeScheduler(t testing.TB, kubeconfig string, args []string) {
+func runKubeScheduler(t testing.TB, kubeconfig string, args []string) *Component {
 	t.Helper()
-	runComponent(t, kubeScheduler, kubeconfig, append([]string{
+	return runComponent(t, kubeScheduler, kubeconfig, append([]string{
 		"--leader-elect=false",
 		"--secure-port=0",
 		"--kube-api-qps=200",
@@ -57,25 +58,25 @@ const KwokNodeAnnotation = "kwok.x-k8s.io/node"
 // KwokNodeAnnotation=fake, which reports them ready and runs (and removes)
 // their pods as a kubelet would, without containers. Its stages are the
 // file `make kwok` writes next to it.
-func (h *HeavenServer) RunKwok(t testing.TB, heaven string, args ...string) {
+func (h *HeavenServer) RunKwok(t testing.TB, heaven string, args ...string) *Component {
 	t.Helper()
-	runKwok(t, h.kubeconfigFile(t, heaven), args)
+	return runKwok(t, h.kubeconfigFile(t, heaven), args)
 }
 
 // RunKwok runs kwok against c, as HeavenServer.RunKwok does against a
 // heaven.
-func (c *Cluster) RunKwok(t testing.TB, args ...string) {
+func (c *Cluster) RunKwok(t testing.TB, args ...string) *Component {
 	t.Helper()
-	runKwok(t, c.Kubeconfig, args)
+	return runKwok(t, c.Kubeconfig, args)
 }
 
-func runKwok(t testing.TB, kubeconfig string, args []string) {
+func runKwok(t testing.TB, kubeconfig string, args []string) *Component {
 	t.Helper()
 	bin, err := kwok.path()
 	if err != nil {
 		skipOrFail(t, err)
 	}
-	runComponent(t, kwok, kubeconfig, append([]string{
+	return runComponent(t, kwok, kubeconfig, append([]string{
 		"--config=" + bin + "-stages.yaml",
 		"--manage-all-nodes=false",
 		"--manage-nodes-with-annotation-selector=" + KwokNodeAnnotation + "=fake",
@@ -95,9 +96,25 @@ func (h *HeavenServer) kubeconfigFile(t testing.TB, heaven string) string {
 	return path
 }
 
+// Component is a process started by RunKubeControllerManager,
+// RunKubeScheduler or RunKwok.
+type Component struct {
+	p    *process
+	once sync.Once
+	err  error
+}
+
+// Stop stops the component before the test ends (SIGTERM, then a kill after
+// a grace period). It returns an error if the component had exited before
+// or had to be killed; later calls return the same.
+func (c *Component) Stop() error {
+	c.once.Do(func() { c.err = c.p.stop() })
+	return c.err
+}
+
 // runComponent runs binary b against the API server of kubeconfig until
-// the test ends.
-func runComponent(t testing.TB, b binary, kubeconfig string, args []string) {
+// the test ends or the returned Component is stopped.
+func runComponent(t testing.TB, b binary, kubeconfig string, args []string) *Component {
 	t.Helper()
 	bin, err := b.path()
 	if err != nil {
@@ -109,12 +126,14 @@ func runComponent(t testing.TB, b binary, kubeconfig string, args []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	c := &Component{p: p}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Log(tail(log, 8<<10))
 		}
-		if err := p.stop(); err != nil {
+		if err := c.Stop(); err != nil {
 			t.Errorf("%s: %v", b.name, fmt.Errorf("stopping: %w", err))
 		}
 	})
+	return c
 }

@@ -1,0 +1,145 @@
+package e2e
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
+	"github.com/heaven-dev/heaven/pkg/server"
+	"github.com/heaven-dev/heaven/test/e2e/framework"
+)
+
+// TestHeadlessClustersHostEachOther is the seed's second demo: two
+// headless clusters, each one's control plane served by the other's
+// server, coordinating through one upstream git repository (a git daemon).
+// Server blue holds cluster blue (heavens blue, blue-kcm and blue-sched,
+// merged both ways), server green cluster green. Each controller heaven
+// tracks its branch of the upstream repository, and the other server keeps
+// a heaven tracking the same branch: blue's kube-controller-manager and
+// kube-scheduler work against server green, green's against server blue.
+// A Deployment created in either cluster ends with its pods running there.
+// Moving a component is pointing it at another server that tracks the same
+// branch: blue's kube-controller-manager moves home to server blue, and a
+// scale-up of blue converges as before.
+func TestHeadlessClustersHostEachOther(t *testing.T) {
+	base := t.TempDir()
+	framework.Git(t, "init", "-q", "--bare", filepath.Join(base, "heavens.git"))
+	daemon := startGitDaemon(t, base)
+	url := "git://" + daemon.addr + "/heavens.git"
+
+	blue, green := framework.StartHeavenServer(t, nil), framework.StartHeavenServer(t, nil)
+	declareHeadlessCluster(t, blue, "blue", url)
+	declareHeadlessCluster(t, green, "green", url)
+	trackControllerHeavens(t, green, "blue", url)
+	trackControllerHeavens(t, blue, "green", url)
+
+	// The node lifecycle controllers see nodes through merges, not their
+	// leases (ephemeral, each heaven's own): they must not time them out.
+	blueKCM := green.RunKubeControllerManager(t, "blue-kcm", "--node-monitor-grace-period=10m")
+	green.RunKubeScheduler(t, "blue-sched")
+	blue.RunKubeControllerManager(t, "green-kcm", "--node-monitor-grace-period=10m")
+	blue.RunKubeScheduler(t, "green-sched")
+	for _, c := range []struct {
+		hs   *framework.HeavenServer
+		name string
+	}{{blue, "blue"}, {green, "green"}} {
+		c.hs.RunKwok(t, c.name)
+		createKwokNodes(t, c.hs.Kube(c.name), 1)
+		c.hs.Kubectl(t, c.name, "", "create", "deployment", "web", "--image=nginx", "--replicas=2")
+	}
+	waitWebRunning(t, "blue", blue.Kube("blue"), 2)
+	waitWebRunning(t, "green", green.Kube("green"), 2)
+
+	// Blue's ReplicaSet was made on server green (the only
+	// kube-controller-manager of blue works there), in a commit of its
+	// blue-kcm, and reached server blue through the upstream branch.
+	added := func(git func(...string) string) string {
+		return strings.TrimSpace(git("log", "--no-merges", "--diff-filter=A", "--format=%H", "blue-kcm", "--", "apps/replicasets/default"))
+	}
+	upstream := added(func(args ...string) string {
+		return framework.Git(t, append([]string{"--git-dir", filepath.Join(base, "heavens.git")}, args...)...)
+	})
+	require.NotEmpty(t, upstream, "the upstream branch blue-kcm holds the commit that created the ReplicaSet")
+	assert.Equal(t, upstream, added(func(args ...string) string { return green.Git(t, args...) }), "server green's blue-kcm")
+	assert.Equal(t, upstream, added(func(args ...string) string { return blue.Git(t, args...) }), "server blue's blue-kcm")
+
+	// Moving blue's kube-controller-manager home: stopped on server green,
+	// started against server blue's blue-kcm, the same upstream branch.
+	require.NoError(t, blueKCM.Stop())
+	blue.RunKubeControllerManager(t, "blue-kcm", "--node-monitor-grace-period=10m")
+	blue.Kubectl(t, "blue", "", "scale", "deployment", "web", "--replicas=3")
+	waitWebRunning(t, "blue after the move", blue.Kube("blue"), 3)
+	waitWebRunning(t, "green, unmoved", green.Kube("green"), 2)
+}
+
+// declareHeadlessCluster declares cluster name in hs: heavens name, name-kcm
+// and name-sched, the controllers' heavens forked from name, merged with it
+// both ways and tracking their branches of the upstream repository url.
+func declareHeadlessCluster(t *testing.T, hs *framework.HeavenServer, name, url string) {
+	t.Helper()
+	declare := func(yaml string) {
+		t.Helper()
+		hs.Kubectl(t, server.RootHeaven, yaml, "apply", "-f", "-")
+	}
+	declare(fmt.Sprintf(`{"apiVersion":"heaven.dev/v1alpha1","kind":"Heaven","metadata":{"name":%q},"spec":{"type":"kubernetes"}}`, name))
+	waitHeaven(t, hs, name)
+	for _, h := range []string{name + "-kcm", name + "-sched"} {
+		declare(fmt.Sprintf(`{"apiVersion":"heaven.dev/v1alpha1","kind":"Heaven","metadata":{"name":%q},`+
+			`"spec":{"type":"kubernetes","fork":{"heaven":%q},"remote":{"url":%q,"interval":"1s"}}}`, h, name, url))
+		waitRemoteSynced(t, hs, h)
+		for _, m := range [][2]string{{name, h}, {h, name}} {
+			declare(fmt.Sprintf(`{"apiVersion":"heaven.dev/v1alpha1","kind":"AutomatedMerge","metadata":{"name":"%s-to-%s"},`+
+				`"spec":{"sources":[%q],"target":%q}}`, m[0], m[1], m[0], m[1]))
+		}
+	}
+}
+
+// trackControllerHeavens declares in hs heavens tracking the upstream
+// branches of cluster name's controller heavens: clones of them.
+func trackControllerHeavens(t *testing.T, hs *framework.HeavenServer, name, url string) {
+	t.Helper()
+	for _, h := range []string{name + "-kcm", name + "-sched"} {
+		hs.Kubectl(t, server.RootHeaven, fmt.Sprintf(`{"apiVersion":"heaven.dev/v1alpha1","kind":"Heaven","metadata":{"name":%q},`+
+			`"spec":{"type":"kubernetes","remote":{"url":%q,"interval":"1s"}}}`, h, url), "apply", "-f", "-")
+		waitRemoteSynced(t, hs, h)
+	}
+}
+
+// waitRemoteSynced waits until heaven name of hs is Ready and has exchanged
+// with its remote.
+func waitRemoteSynced(t *testing.T, hs *framework.HeavenServer, name string) {
+	t.Helper()
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		u, err := hs.Dynamic(server.RootHeaven).Resource(v1alpha1.HeavensResource).Get(t.Context(), name, metav1.GetOptions{})
+		require.NoError(c, err)
+		phase, _, _ := unstructured.NestedString(u.Object, "status", "phase")
+		commit, _, _ := unstructured.NestedString(u.Object, "status", "remote", "remoteCommit")
+		assert.Equal(c, string(v1alpha1.HeavenPhaseReady), phase)
+		assert.NotEmpty(c, commit, "the remote branch, fetched")
+	}, remoteTimeout, remoteTick, "heaven %s synced with its remote", name)
+}
+
+// waitWebRunning waits until Deployment web of kube has n pods, all
+// Running.
+func waitWebRunning(t *testing.T, what string, kube kubernetes.Interface, n int) {
+	t.Helper()
+	selector := metav1.ListOptions{LabelSelector: labels.SelectorFromSet(labels.Set{"app": "web"}).String()}
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		pods, err := kube.CoreV1().Pods("default").List(t.Context(), selector)
+		require.NoError(c, err)
+		require.Len(c, pods.Items, n, "pods")
+		for _, p := range pods.Items {
+			assert.Equal(c, corev1.PodRunning, p.Status.Phase, "pod %s on %q", p.Name, p.Spec.NodeName)
+		}
+	}, controlPlaneTimeout, syncTick, "%s: %d pods of web running", what, n)
+}
