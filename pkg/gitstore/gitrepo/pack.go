@@ -259,7 +259,7 @@ func (t *packTemp) release() {
 // keepPack makes pack-<sum>.keep a hard link to the pack's temporary
 // file, and returns what removes it. Git only asks whether a .keep exists;
 // a link costs no inode, and Open tells ours (a crash's) from git's or an
-// operator's by it being the same file as the pack. A .keep there already
+// operator's by its content, a pack (isPackFile). A .keep there already
 // (theirs, or ours for the same pack written again at the same time) is
 // left as it is.
 func keepPack(dir, tmpPack string, sum plumbing.Hash) (func(), error) {
