@@ -148,24 +148,7 @@ func TestHeadlessCluster(t *testing.T) {
 func startHeadlessCluster(t *testing.T, nodes int) *framework.HeavenServer {
 	t.Helper()
 	hs := framework.StartHeavenServer(t, nil)
-	declare := func(yaml string) {
-		t.Helper()
-		hs.Kubectl(t, server.RootHeaven, yaml, "apply", "-f", "-")
-	}
-	declare(`{"apiVersion":"heaven.dev/v1alpha1","kind":"Heaven","metadata":{"name":"main"},"spec":{"type":"kubernetes"}}`)
-	waitHeaven(t, hs, "main")
-	for _, h := range []string{"kcm", "sched"} {
-		declare(fmt.Sprintf(`{"apiVersion":"heaven.dev/v1alpha1","kind":"Heaven","metadata":{"name":%q},"spec":{"type":"kubernetes","fork":{"heaven":"main"}}}`, h))
-		waitHeaven(t, hs, h)
-		// Both directions, without a conflict policy: the built-in rules
-		// (status, deletions) are all a cluster of Kubernetes' own
-		// controllers needs; any other conflict would block and be
-		// reported.
-		for _, m := range [][2]string{{"main", h}, {h, "main"}} {
-			declare(fmt.Sprintf(`{"apiVersion":"heaven.dev/v1alpha1","kind":"AutomatedMerge","metadata":{"name":"%s-to-%s"},`+
-				`"spec":{"sources":[%q],"target":%q}}`, m[0], m[1], m[0], m[1]))
-		}
-	}
+	declareHeadlessCluster(t, hs, headlessHeavens{main: "main", kcm: "kcm", sched: "sched"}, "")
 
 	t.Cleanup(func() {
 		if !t.Failed() {
@@ -194,6 +177,43 @@ func startHeadlessCluster(t *testing.T, nodes int) *framework.HeavenServer {
 	createKwokNodes(t, hs.Kube("main"), nodes)
 	return hs
 
+}
+
+// headlessHeavens names the heavens of a headless cluster: main, where
+// users and nodes are, and the controllers' kcm and sched.
+type headlessHeavens struct{ main, kcm, sched string }
+
+// declareHeadlessCluster declares the heavens of a headless cluster in hs:
+// kcm and sched forked from main and merged with it both ways. With a
+// remote url, kcm and sched also track their branches of it (interval 1s),
+// and are synced with it when this returns.
+func declareHeadlessCluster(t *testing.T, hs *framework.HeavenServer, h headlessHeavens, url string) {
+	t.Helper()
+	declare := func(yaml string) {
+		t.Helper()
+		hs.Kubectl(t, server.RootHeaven, yaml, "apply", "-f", "-")
+	}
+	declare(fmt.Sprintf(`{"apiVersion":"heaven.dev/v1alpha1","kind":"Heaven","metadata":{"name":%q},"spec":{"type":"kubernetes"}}`, h.main))
+	waitHeaven(t, hs, h.main)
+	for _, ctrl := range []string{h.kcm, h.sched} {
+		if url == "" {
+			declare(fmt.Sprintf(`{"apiVersion":"heaven.dev/v1alpha1","kind":"Heaven","metadata":{"name":%q},`+
+				`"spec":{"type":"kubernetes","fork":{"heaven":%q}}}`, ctrl, h.main))
+			waitHeaven(t, hs, ctrl)
+		} else {
+			declare(fmt.Sprintf(`{"apiVersion":"heaven.dev/v1alpha1","kind":"Heaven","metadata":{"name":%q},`+
+				`"spec":{"type":"kubernetes","fork":{"heaven":%q},"remote":{"url":%q,"interval":"1s"}}}`, ctrl, h.main, url))
+			waitRemoteSynced(t, hs, ctrl, "pushed to the upstream branch")
+		}
+		// Both directions, without a conflict policy: the built-in rules
+		// (status, deletions) are all a cluster of Kubernetes' own
+		// controllers needs; any other conflict would block and be
+		// reported.
+		for _, m := range [][2]string{{h.main, ctrl}, {ctrl, h.main}} {
+			declare(fmt.Sprintf(`{"apiVersion":"heaven.dev/v1alpha1","kind":"AutomatedMerge","metadata":{"name":"%s-to-%s"},`+
+				`"spec":{"sources":[%q],"target":%q}}`, m[0], m[1], m[0], m[1]))
+		}
+	}
 }
 
 // createKwokNodes registers nodes node-1… for kwok to run.

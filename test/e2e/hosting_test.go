@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -10,11 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/heaven-dev/heaven/pkg/apis/heaven/v1alpha1"
 	"github.com/heaven-dev/heaven/pkg/server"
 	"github.com/heaven-dev/heaven/test/e2e/framework"
 )
@@ -32,16 +29,12 @@ import (
 // branch: blue's kube-controller-manager moves home to server blue, and a
 // scale-up of blue converges as before.
 func TestHeadlessClustersHostEachOther(t *testing.T) {
-	base := t.TempDir()
-	framework.Git(t, "init", "-q", "--bare", filepath.Join(base, "heavens.git"))
-	daemon := startGitDaemon(t, base)
-	url := "git://" + daemon.addr + "/heavens.git"
-
+	upstream := startGitDaemon(t)
 	blue, green := framework.StartHeavenServer(t, nil), framework.StartHeavenServer(t, nil)
-	declareHeadlessCluster(t, blue, "blue", url)
-	declareHeadlessCluster(t, green, "green", url)
-	trackControllerHeavens(t, green, "blue", url)
-	trackControllerHeavens(t, blue, "green", url)
+	declareHeadlessCluster(t, blue, headlessHeavens{main: "blue", kcm: "blue-kcm", sched: "blue-sched"}, upstream.url)
+	declareHeadlessCluster(t, green, headlessHeavens{main: "green", kcm: "green-kcm", sched: "green-sched"}, upstream.url)
+	trackControllerHeavens(t, green, "blue", upstream.url)
+	trackControllerHeavens(t, blue, "green", upstream.url)
 
 	// The node lifecycle controllers see nodes through merges, not their
 	// leases (ephemeral, each heaven's own): they must not time them out.
@@ -66,12 +59,12 @@ func TestHeadlessClustersHostEachOther(t *testing.T) {
 	added := func(git func(...string) string) string {
 		return strings.TrimSpace(git("log", "--no-merges", "--diff-filter=A", "--format=%H", "blue-kcm", "--", "apps/replicasets/default"))
 	}
-	upstream := added(func(args ...string) string {
-		return framework.Git(t, append([]string{"--git-dir", filepath.Join(base, "heavens.git")}, args...)...)
+	want := added(func(args ...string) string {
+		return framework.Git(t, append([]string{"--git-dir", upstream.repo}, args...)...)
 	})
-	require.NotEmpty(t, upstream, "the upstream branch blue-kcm holds the commit that created the ReplicaSet")
-	assert.Equal(t, upstream, added(func(args ...string) string { return green.Git(t, args...) }), "server green's blue-kcm")
-	assert.Equal(t, upstream, added(func(args ...string) string { return blue.Git(t, args...) }), "server blue's blue-kcm")
+	require.NotEmpty(t, want, "the upstream branch blue-kcm holds the commit that created the ReplicaSet")
+	assert.Equal(t, want, added(func(args ...string) string { return green.Git(t, args...) }), "server green's blue-kcm")
+	assert.Equal(t, want, added(func(args ...string) string { return blue.Git(t, args...) }), "server blue's blue-kcm")
 
 	// Moving blue's kube-controller-manager home: stopped on server green,
 	// started against server blue's blue-kcm, the same upstream branch.
@@ -82,28 +75,6 @@ func TestHeadlessClustersHostEachOther(t *testing.T) {
 	waitWebRunning(t, "green, unmoved", green.Kube("green"), 2)
 }
 
-// declareHeadlessCluster declares cluster name in hs: heavens name, name-kcm
-// and name-sched, the controllers' heavens forked from name, merged with it
-// both ways and tracking their branches of the upstream repository url.
-func declareHeadlessCluster(t *testing.T, hs *framework.HeavenServer, name, url string) {
-	t.Helper()
-	declare := func(yaml string) {
-		t.Helper()
-		hs.Kubectl(t, server.RootHeaven, yaml, "apply", "-f", "-")
-	}
-	declare(fmt.Sprintf(`{"apiVersion":"heaven.dev/v1alpha1","kind":"Heaven","metadata":{"name":%q},"spec":{"type":"kubernetes"}}`, name))
-	waitHeaven(t, hs, name)
-	for _, h := range []string{name + "-kcm", name + "-sched"} {
-		declare(fmt.Sprintf(`{"apiVersion":"heaven.dev/v1alpha1","kind":"Heaven","metadata":{"name":%q},`+
-			`"spec":{"type":"kubernetes","fork":{"heaven":%q},"remote":{"url":%q,"interval":"1s"}}}`, h, name, url))
-		waitRemoteSynced(t, hs, h)
-		for _, m := range [][2]string{{name, h}, {h, name}} {
-			declare(fmt.Sprintf(`{"apiVersion":"heaven.dev/v1alpha1","kind":"AutomatedMerge","metadata":{"name":"%s-to-%s"},`+
-				`"spec":{"sources":[%q],"target":%q}}`, m[0], m[1], m[0], m[1]))
-		}
-	}
-}
-
 // trackControllerHeavens declares in hs heavens tracking the upstream
 // branches of cluster name's controller heavens: clones of them.
 func trackControllerHeavens(t *testing.T, hs *framework.HeavenServer, name, url string) {
@@ -111,22 +82,8 @@ func trackControllerHeavens(t *testing.T, hs *framework.HeavenServer, name, url 
 	for _, h := range []string{name + "-kcm", name + "-sched"} {
 		hs.Kubectl(t, server.RootHeaven, fmt.Sprintf(`{"apiVersion":"heaven.dev/v1alpha1","kind":"Heaven","metadata":{"name":%q},`+
 			`"spec":{"type":"kubernetes","remote":{"url":%q,"interval":"1s"}}}`, h, url), "apply", "-f", "-")
-		waitRemoteSynced(t, hs, h)
+		waitRemoteSynced(t, hs, h, "a clone of the upstream branch")
 	}
-}
-
-// waitRemoteSynced waits until heaven name of hs is Ready and has exchanged
-// with its remote.
-func waitRemoteSynced(t *testing.T, hs *framework.HeavenServer, name string) {
-	t.Helper()
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		u, err := hs.Dynamic(server.RootHeaven).Resource(v1alpha1.HeavensResource).Get(t.Context(), name, metav1.GetOptions{})
-		require.NoError(c, err)
-		phase, _, _ := unstructured.NestedString(u.Object, "status", "phase")
-		commit, _, _ := unstructured.NestedString(u.Object, "status", "remote", "remoteCommit")
-		assert.Equal(c, string(v1alpha1.HeavenPhaseReady), phase)
-		assert.NotEmpty(c, commit, "the remote branch, fetched")
-	}, remoteTimeout, remoteTick, "heaven %s synced with its remote", name)
 }
 
 // waitWebRunning waits until Deployment web of kube has n pods, all

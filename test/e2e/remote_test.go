@@ -35,11 +35,8 @@ import (
 // tracks the same remote branch on both; what either side creates appears
 // on the other, through an outage of the git server too.
 func TestRemoteTwoServersConvergeThroughGitDaemon(t *testing.T) {
-	base := t.TempDir()
-	framework.Git(t, "init", "-q", "--bare", filepath.Join(base, "heavens.git"))
-	daemon := startGitDaemon(t, base)
-	url := "git://" + daemon.addr + "/heavens.git"
-	remote := map[string]any{"url": url, "interval": "1s"}
+	daemon := startGitDaemon(t)
+	remote := map[string]any{"url": daemon.url, "interval": "1s"}
 
 	a := startRemoteServer(t, "a")
 	a.createHeaven(map[string]any{"remote": remote})
@@ -104,7 +101,7 @@ func TestRemoteTwoServersConvergeThroughGitDaemon(t *testing.T) {
 	// files (a heaven that holds what the remote holds does not push, so
 	// its head may be another commit of the same tree), read by git from
 	// the ref files, which a store moves just after a commit.
-	repos := []string{a.RepositoryPath(), b.RepositoryPath(), filepath.Join(base, "heavens.git")}
+	repos := []string{a.RepositoryPath(), b.RepositoryPath(), daemon.repo}
 	revParse := func(t require.TestingT, rev string) []string {
 		var out []string
 		for _, dir := range repos {
@@ -189,14 +186,24 @@ func (s *remoteServer) waitRemoteCondition(what string, status metav1.ConditionS
 // its remote.
 func (s *remoteServer) waitRemoteSynced(what string) {
 	s.t.Helper()
-	s.waitRemoteCondition(what, metav1.ConditionTrue, v1alpha1.ReasonRemoteSynced)
-	require.EventuallyWithT(s.t, func(c *assert.CollectT) {
-		ctx := s.t.Context()
-		h, err := s.heaven(ctx)
+	waitRemoteSynced(s.t, s.HeavenServer, sharedHeaven, "server "+s.name+": "+what)
+}
+
+// waitRemoteSynced waits until heaven name of hs is Ready, has fetched its
+// remote branch, and its last exchange with the remote succeeded.
+func waitRemoteSynced(t *testing.T, hs *framework.HeavenServer, name, what string) {
+	t.Helper()
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		u, err := hs.Dynamic(server.RootHeaven).Resource(v1alpha1.HeavensResource).Get(t.Context(), name, metav1.GetOptions{})
 		require.NoError(c, err)
+		var h v1alpha1.Heaven
+		require.NoError(c, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &h))
+		cond := meta.FindStatusCondition(h.Status.Conditions, v1alpha1.ConditionRemoteSynced)
+		assert.Truef(c, cond != nil && cond.Status == metav1.ConditionTrue && cond.Reason == v1alpha1.ReasonRemoteSynced,
+			"condition %s is %+v", v1alpha1.ConditionRemoteSynced, cond)
 		assert.Truef(c, h.Status.Phase == v1alpha1.HeavenPhaseReady && h.Status.Remote != nil && h.Status.Remote.RemoteCommit != "",
 			"phase %q, status.remote %+v", h.Status.Phase, h.Status.Remote)
-	}, remoteTimeout, remoteTick, "server %s: %s (Ready)", s.name, what)
+	}, remoteTimeout, remoteTick, "heaven %s: %s", name, what)
 }
 
 func (s *remoteServer) createConfigMap(name string, data map[string]string) {
@@ -248,21 +255,27 @@ func names(m map[string]map[string]string) string {
 	return strings.Join(out, " ")
 }
 
-// gitDaemon is `git daemon` serving the bare repositories below a
-// directory over git:// on one loopback port, pushes allowed; it can be
-// stopped and started again on the same port.
+// gitDaemon is `git daemon` serving an empty bare repository, the
+// upstream of the test's servers, over git:// on one loopback port, pushes
+// allowed; it can be stopped and started again on the same port.
 type gitDaemon struct {
 	t    *testing.T
 	base string
 	addr string
 	cmd  *exec.Cmd
+	// repo is the repository's path, url its address.
+	repo, url string
 }
 
-func startGitDaemon(t *testing.T, base string) *gitDaemon {
+func startGitDaemon(t *testing.T) *gitDaemon {
 	t.Helper()
+	base := t.TempDir()
+	repo := filepath.Join(base, "heavens.git")
+	framework.Git(t, "init", "-q", "--bare", repo)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	d := &gitDaemon{t: t, base: base, addr: l.Addr().String()}
+	d := &gitDaemon{t: t, base: base, addr: l.Addr().String(), repo: repo}
+	d.url = "git://" + d.addr + "/heavens.git"
 	require.NoError(t, l.Close())
 	d.start()
 	t.Cleanup(d.stop)

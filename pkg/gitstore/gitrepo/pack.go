@@ -135,7 +135,7 @@ type packTemp struct {
 	sum       plumbing.Hash
 	index     *index
 	size      int64
-	unkeep    func() // removes the .keep taken by keep, if any
+	unkeep    func() // removes the .keep taken by keep; nil before keep and after release
 }
 
 // stagePack completes a pack written to the temporary file f: it closes
@@ -266,7 +266,7 @@ func keepPack(dir, tmpPack string, sum plumbing.Hash) (func(), error) {
 	path := packPath(dir, sum, ".keep")
 	err := os.Link(tmpPack, path)
 	if errors.Is(err, fs.ErrExist) {
-		return nil, nil
+		return func() {}, nil
 	}
 	if err != nil {
 		return nil, err
