@@ -32,7 +32,7 @@ CRASH_KILLS ?= 5
 TOOLS_BIN := $(CURDIR)/.cache/bin
 KUBECTL := $(TOOLS_BIN)/kubectl
 TOOLS_MOD := hack/tools/go.mod hack/tools/go.sum
-KUBECTL_VERSION := v1.37.2
+KUBECTL_VERSION := v1.37.1
 KUBECTL_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(KUBECTL_VERSION) \
 	-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37
 
@@ -58,7 +58,7 @@ KUBE_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
 .PHONY: kube-binaries kwok test-e2e test-helm generate krew
 .PHONY: bench-syncer bench-headless
 .PHONY: bench-merge
-.PHONY: image
+.PHONY: image align-modules
 
 all: build
 
@@ -81,6 +81,7 @@ help:
 	@echo "make kwok                   build kwok (the headless cluster test's node agent) from hack/kwok into .cache/bin"
 	@echo "make krew                   the kubectl-heaven archive and krew manifest in dist/"
 	@echo "make generate               regenerate the APIs' deep copies, history.heaven.dev's OpenAPI, heaven.dev's clientset, listers and informers (pkg/generated)"
+	@echo "make align-modules          raise the dependencies hack/*'s modules share with the main module to its versions (one compile of each)"
 	@echo "make kube-binaries          build kube-apiserver, kube-controller-manager and kube-scheduler $(KUBE_VERSION) from hack/kube into .cache/bin"
 	@echo "make image                  build the syncer's container image $(SYNCER_IMAGE) (needs docker)"
 	@echo "make clean                  remove bin/ and .cache/ (not the data in $(DATA_DIR))"
@@ -228,6 +229,12 @@ krew:
 	sed -e 's|@VERSION@|$(KREW_VERSION)|' -e 's|@OS@|$(shell $(GO) env GOOS)|' -e 's|@ARCH@|$(shell $(GO) env GOARCH)|' \
 		-e 's|@URI@|$(KREW_URI)|' -e "s|@SHA256@|$$(sha256sum dist/kubectl-heaven.tar.gz | cut -d' ' -f1)|" \
 		hack/krew/heaven.yaml.in > dist/heaven.yaml
+
+# The tool modules under hack/ take the main module's version of every
+# dependency they share with it, so a cold build compiles k8s.io/kubernetes
+# and client-go once, not once per module (see hack/align-modules.sh).
+align-modules:
+	GO=$(GO) hack/align-modules.sh
 
 kube-binaries: $(KUBE_APISERVER) $(KUBE_CONTROLLER_MANAGER) $(KUBE_SCHEDULER)
 

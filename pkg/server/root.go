@@ -24,7 +24,7 @@ import (
 var Version = version.Info{
 	Major:      "1",
 	Minor:      "37",
-	GitVersion: "v1.37.2+heaven",
+	GitVersion: "v1.37.1+heaven",
 	GoVersion:  runtime.Version(),
 	Compiler:   runtime.Compiler,
 	Platform:   runtime.GOOS + "/" + runtime.GOARCH,
