@@ -91,7 +91,32 @@ build:
 	$(GO) build -o $(BIN)/heaven-server ./cmd/heaven-server
 	$(GO) build -o $(BIN)/kubectl-heaven ./cmd/kubectl-heaven
 
-test: vet test-unit test-conformance test-crash test-chaos-short test-integration test-e2e test-helm
+# make test runs in two lanes at once (-j2), since the tests alone keep
+# less than one of two CPUs busy: the tests built with -race (unit,
+# conformance, integration, e2e, Helm) in one, in that order, and in the
+# other vet, the tools the integration and e2e tests run (whose packages
+# are mostly those vet compiled, see align-modules), the crash test and the
+# chaos test. Each target's output is printed whole when it ends.
+TEST_LANES := test-unit test-conformance test-integration test-e2e test-helm \
+	vet tools kube-binaries kwok test-crash test-chaos-short
+test:
+	$(MAKE) -j2 --output-sync=target $(TEST_LANES)
+
+# The order within each lane, for `make test` only (order-only: asked
+# alone, each target still runs just itself).
+ifneq ($(filter test-e2e,$(MAKECMDGOALS)),)
+ifneq ($(filter test-unit,$(MAKECMDGOALS)),)
+test-conformance: | test-unit
+test-integration: | test-conformance
+test-e2e: | test-integration
+test-helm: | test-e2e
+$(KUBECTL): | vet
+$(KUBE_APISERVER) $(KUBE_CONTROLLER_MANAGER) $(KUBE_SCHEDULER): | $(KUBECTL)
+$(KWOK): | $(KUBE_APISERVER)
+test-crash: | $(KWOK)
+test-chaos-short: | test-crash
+endif
+endif
 
 vet:
 	$(GO) vet ./...
