@@ -91,12 +91,13 @@ build:
 	$(GO) build -o $(BIN)/heaven-server ./cmd/heaven-server
 	$(GO) build -o $(BIN)/kubectl-heaven ./cmd/kubectl-heaven
 
-# make test runs in two lanes at once (-j2), since the tests alone keep
-# less than one of two CPUs busy: the tests built with -race (unit,
-# conformance, integration, e2e, Helm) in one, in that order, and in the
-# other vet, the tools the integration and e2e tests run (whose packages
-# are mostly those vet compiled, see align-modules), the crash test and the
-# chaos test. Each target's output is printed whole when it ends.
+# make test runs two jobs at once (-j2), since the tests alone keep less
+# than one of two CPUs busy. One lane: the tests built with -race (unit,
+# then conformance, then integration and e2e side by side, then Helm).
+# The other: vet, the tools the integration and e2e tests run (whose
+# packages are mostly those vet compiled, see align-modules), the crash
+# test and the chaos test; once it is done, integration and e2e share the
+# two slots. Each target's output is printed whole when it ends.
 TEST_LANES := test-unit test-conformance test-integration test-e2e test-helm \
 	vet tools kube-binaries kwok test-crash test-chaos-short
 test:
@@ -108,8 +109,8 @@ ifneq ($(filter test-e2e,$(MAKECMDGOALS)),)
 ifneq ($(filter test-unit,$(MAKECMDGOALS)),)
 test-conformance: | test-unit
 test-integration: | test-conformance
-test-e2e: | test-integration
-test-helm: | test-e2e
+test-e2e: | test-conformance
+test-helm: | test-integration test-e2e
 $(KUBECTL): | vet
 $(KUBE_APISERVER) $(KUBE_CONTROLLER_MANAGER) $(KUBE_SCHEDULER): | $(KUBECTL)
 $(KWOK): | $(KUBE_APISERVER)
