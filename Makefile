@@ -32,8 +32,9 @@ CRASH_KILLS ?= 5
 TOOLS_BIN := $(CURDIR)/.cache/bin
 KUBECTL := $(TOOLS_BIN)/kubectl
 TOOLS_MOD := hack/tools/go.mod hack/tools/go.sum
-KUBECTL_VERSION := v1.37.1
-KUBECTL_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(KUBECTL_VERSION) \
+# kubectl's version is the kube binaries' (KUBE_VERSION, below): one release.
+KUBECTL_VERSION = $(KUBE_VERSION)
+KUBECTL_LDFLAGS = -X k8s.io/component-base/version.gitVersion=$(KUBECTL_VERSION) \
 	-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37
 
 # The real kube-apiserver, kube-controller-manager and kube-scheduler for
@@ -101,12 +102,11 @@ build:
 TEST_LANES := test-unit test-conformance test-integration test-e2e test-helm \
 	vet tools kube-binaries kwok test-crash test-chaos-short
 test:
-	$(MAKE) -j2 --output-sync=target $(TEST_LANES)
+	$(MAKE) -j2 --output-sync=target TEST_LANES_ORDERED=1 $(TEST_LANES)
 
 # The order within each lane, for `make test` only (order-only: asked
 # alone, each target still runs just itself).
-ifneq ($(filter test-e2e,$(MAKECMDGOALS)),)
-ifneq ($(filter test-unit,$(MAKECMDGOALS)),)
+ifdef TEST_LANES_ORDERED
 test-conformance: | test-unit
 test-integration: | test-conformance
 test-e2e: | test-conformance
@@ -116,7 +116,6 @@ $(KUBE_APISERVER) $(KUBE_CONTROLLER_MANAGER) $(KUBE_SCHEDULER): | $(KUBECTL)
 $(KWOK): | $(KUBE_APISERVER)
 test-crash: | $(KWOK)
 test-chaos-short: | test-crash
-endif
 endif
 
 vet:

@@ -17,14 +17,16 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 GO=${GO:-go}
 main_versions=$(mktemp)
 trap 'rm -f "$main_versions"' EXIT
-"$GO" list -m -f '{{.Path}} {{if .Replace}}{{.Replace.Version}}{{else}}{{.Version}}{{end}}' all | sort >"$main_versions"
+"$GO" list -m -f '{{.Path}} {{if .Replace}}{{.Replace.Version}}{{else}}{{.Version}}{{end}}' all | awk 'NF == 2' | sort >"$main_versions"
 
 # The modules whose packages a tool module builds (its tools.go files name
 # the commands), with their versions: only those matter to the cache.
+# Modules without a version (the main module, or one replaced by a
+# directory) are left out.
 built_modules() {
 	"$GO" list -e -tags tools -deps -test \
 		-f '{{with .Module}}{{.Path}} {{if .Replace}}{{.Replace.Version}}{{else}}{{.Version}}{{end}}{{end}}' ./... 2>/dev/null |
-		grep -v '^$' | sort -u
+		awk 'NF == 2' | sort -u
 }
 
 for mod in hack/*/go.mod; do
