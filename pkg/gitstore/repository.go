@@ -228,6 +228,12 @@ func (r *Repository) CloseBranch(name string) error {
 	return b.recordHead(true)
 }
 
+// Flush makes every commit so far visible to git now: the store's
+// commits reach git's files a few milliseconds after they are durable
+// (gitrepo's held commits), and someone about to run git on the
+// repository may not want to wait for that.
+func (r *Repository) Flush() error { return r.git.Flush() }
+
 // Close closes every branch and the repository.
 func (r *Repository) Close() error {
 	r.mu.Lock()

@@ -78,6 +78,7 @@ func TestMergeBaseAndIsAncestor(t *testing.T) {
 	base, err := repo.MergeBase(main.Head(), side.Head())
 	require.NoError(t, err)
 	assert.Equal(t, fork, base)
+	require.NoError(t, repo.Flush())
 	assert.Equal(t, strings.TrimSpace(git(t, dir, "merge-base", main.Head().String(), side.Head().String())), base.String(), "as git says")
 
 	for _, tc := range []struct {
@@ -115,6 +116,7 @@ func TestMergeBaseAndIsAncestor(t *testing.T) {
 	put(t, side, "/s", "3")
 	base, err = repo.MergeBase(main.Head(), side.Head())
 	require.NoError(t, err)
+	require.NoError(t, repo.Flush())
 	assert.Equal(t, strings.TrimSpace(git(t, dir, "merge-base", main.Head().String(), side.Head().String())), base.String())
 
 	// Unrelated histories have no base.
@@ -140,6 +142,7 @@ func TestMergeBaseOfCrissCrossIsOneOfGits(t *testing.T) {
 
 	bases, err := repo.mergeBases(main.Head(), side.Head())
 	require.NoError(t, err)
+	require.NoError(t, repo.Flush())
 	gitBases := strings.Fields(git(t, dir, "merge-base", "--all", main.Head().String(), side.Head().String()))
 	var got []string
 	for _, b := range bases {

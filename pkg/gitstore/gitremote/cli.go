@@ -16,7 +16,8 @@ import (
 // The git CLI, for remotes whose protocol go-git's packages cannot speak
 // without modules go.mod lacks (http(s)://, ssh://). git writes into the
 // bare repository as a push from outside would; gitrepo sees its objects
-// and refs at once. It is asked to fsync what it writes.
+// and refs at once. It is asked to fsync what it writes, and runs after
+// gitrepo's held commits are flushed.
 
 func cliFetch(ctx context.Context, repo *gitrepo.Repo, url, branch string, tracking plumbing.ReferenceName) (plumbing.Hash, error) {
 	src := plumbing.NewBranchReferenceName(branch)
@@ -47,6 +48,11 @@ func cliPush(ctx context.Context, repo *gitrepo.Repo, url, branch string, head, 
 }
 
 func gitCLI(ctx context.Context, repo *gitrepo.Repo, args ...string) (string, error) {
+	// git must see every commit made so far (gitrepo holds a Commit's
+	// files for a few milliseconds).
+	if err := repo.Flush(); err != nil {
+		return "", err
+	}
 	all := append([]string{"--git-dir", repo.Dir(), "-c", "core.fsync=committed"}, args...)
 	cmd := exec.CommandContext(ctx, "git", all...)
 	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0")

@@ -239,6 +239,7 @@ func TestNewObjectsAreWhatGitListsForThePush(t *testing.T) {
 	side := commit(t, r, "y", map[string]string{"core/a.json": "a0", "core/b.json": "b2", "apps/d.json": "d0", "new/e.json": "e"}, base)
 	head := commit(t, r, "y", map[string]string{"core/a.json": "a1", "core/b.json": "b2", "apps/d.json": "d0", "new/e.json": "e"}, side, old)
 
+	require.NoError(t, r.Flush()) // for git rev-list
 	got, err := newObjects(r.Storer(), head, old)
 	require.NoError(t, err)
 	want := strings.Fields(git(t, "--git-dir", r.Dir(), "rev-list", "--objects", "--no-object-names", head.String(), "^"+old.String()))

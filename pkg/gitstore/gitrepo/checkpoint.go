@@ -14,15 +14,22 @@ import (
 // checkpoint makes durable what the journal's current epoch describes
 // (packs, indexes and refs written without fsync, and their directories)
 // and then starts a new epoch, so the journal's space can be reused. It
-// waits for Commits between their append and their last write.
+// flushes held commits first (held.go) and waits for Commits between
+// their check and their put.
 func (r *Repo) checkpoint(j *journal) error {
+	r.flushMu.Lock()
+	defer r.flushMu.Unlock()
 	j.inflight.Lock()
 	defer j.inflight.Unlock()
 	return r.checkpointLocked(j)
 }
 
-// checkpointLocked is checkpoint for a caller holding j.inflight.
+// checkpointLocked is checkpoint for a caller holding r.flushMu and
+// j.inflight.
 func (r *Repo) checkpointLocked(j *journal) error {
+	if err := r.flushLocked(j); err != nil {
+		return err
+	}
 	packs, refs, seq := j.pending()
 	if seq == 0 {
 		return nil // no record since the last checkpoint

@@ -28,6 +28,7 @@ func TestMaintainCheckpoints(t *testing.T) {
 	r.checkpointAge = defaultCheckpointAge
 	for i := range r.maxPacks + 1 {
 		commitJournaled(t, r, files(3, fmt.Sprint("b", i)), "m\n")
+		require.NoError(t, r.Flush()) // a pack each
 	}
 	before := packCount(t, r)
 	require.NoError(t, r.Maintain())

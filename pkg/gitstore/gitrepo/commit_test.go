@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -29,9 +30,8 @@ func commitJournaled(t testing.TB, r *Repo, files map[string]string, msg string)
 // what was written left in the page cache. Open may then run again.
 func abandon(t testing.TB, r *Repo) {
 	t.Helper()
-	// Commits that returned have their refs moved (a real crash may also
-	// come before: recover_test.go damages refs to cover that).
-	r.moving.waitAll()
+	// Held commits are lost with the process, as kill -9 loses them: the
+	// journal has them.
 	r.journalMu.Lock()
 	r.journalClosed = true
 	if j := r.journal.Load(); j != nil {
@@ -59,6 +59,7 @@ func epoch(t testing.TB, r *Repo) (uint64, uint64) {
 
 func TestCommitIsReadableByStorerAndGit(t *testing.T) {
 	r := openTemp(t)
+	r.held.idle, r.held.delay = time.Hour, time.Hour // flushed below
 	c1 := commitJournaled(t, r, map[string]string{"a.json": `{"a":1}`, "b.json": "b"}, "first\n")
 	c2 := commitJournaled(t, r, map[string]string{"a.json": `{"a":2}`, "b.json": "b"}, "second\n")
 
@@ -73,12 +74,19 @@ func TestCommitIsReadableByStorerAndGit(t *testing.T) {
 	_, seq := epoch(t, r)
 	require.Equal(t, uint64(2), seq, "two records, no checkpoint yet")
 
-	// Git reads what is not fsynced yet, as any reader of the page cache.
+	// Held: readable here at once, not by git yet.
+	require.Zero(t, packCount(t, r))
+	_, err = os.Stat(r.refPath(plumbing.Main))
+	require.True(t, os.IsNotExist(err), "main not on disk yet")
+
+	// Flushed: git reads what is not fsynced yet, as any reader of the
+	// page cache; both commits are in one pack.
+	require.NoError(t, r.Flush())
 	require.Equal(t, c2.String(), git(t, r.Dir(), "rev-parse", "main"))
 	require.Equal(t, "second\nfirst", git(t, r.Dir(), "log", "--format=%s", "main"))
 	require.Equal(t, `{"a":2}`, git(t, r.Dir(), "cat-file", "-p", "main:a.json"))
 	fsck(t, r.Dir())
-	require.Equal(t, 2, packCount(t, r))
+	require.Equal(t, 1, packCount(t, r))
 	sums, err := listPacks(r.packDir)
 	require.NoError(t, err)
 	for _, s := range sums {
@@ -97,6 +105,7 @@ func TestCommitComparesAndSwaps(t *testing.T) {
 				require.NoError(t, r.CompareAndSwapRef(name, hashes[tc.current], plumbing.ZeroHash))
 			}
 			packs := packCount(t, r)
+			r.held.idle, r.held.delay = time.Hour, time.Hour // flushed below
 			b := r.NewBatch()
 			b.AddBlob([]byte("new " + tc.name))
 			err := r.Commit(b, name, c1, hashes[tc.old])
@@ -105,13 +114,18 @@ func TestCommitComparesAndSwaps(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, hashes[tc.after], got)
 			_, err = os.Stat(r.refPath(name) + ".lock")
-			require.True(t, os.IsNotExist(err), "lock released")
 			_, seq := epoch(t, r)
 			if tc.want != nil {
+				require.True(t, os.IsNotExist(err), "lock released")
 				require.Equal(t, packs, packCount(t, r), "a failed compare writes nothing")
 				require.Zero(t, seq, "nor journals anything")
 				return
 			}
+			require.NoError(t, err, "the lock is kept while the ref is held")
+			require.Equal(t, packs, packCount(t, r), "the pack is held in memory")
+			require.NoError(t, r.Flush())
+			_, err = os.Stat(r.refPath(name) + ".lock")
+			require.True(t, os.IsNotExist(err), "lock released by the flush")
 			require.Equal(t, packs+1, packCount(t, r))
 			require.Equal(t, uint64(1), seq)
 			require.Equal(t, c1.String(), git(t, r.Dir(), "rev-parse", string(name)))

@@ -128,7 +128,10 @@ func TestGitGCBetweenAPacksRenames(t *testing.T) {
 			return r.CompareAndSwapRef(plumbing.Main, h, parent)
 		},
 		"Commit": func(r *Repo, b *Batch, h, parent plumbing.Hash) error {
-			return r.Commit(b, plumbing.Main, h, parent)
+			if err := r.Commit(b, plumbing.Main, h, parent); err != nil {
+				return err
+			}
+			return r.Flush() // the renames
 		},
 	} {
 		t.Run(name, func(t *testing.T) {

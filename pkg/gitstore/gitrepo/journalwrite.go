@@ -165,6 +165,14 @@ func (j *journal) track(name plumbing.ReferenceName, pack plumbing.Hash) {
 	}
 }
 
+// trackPack adds a pack a flush wrote to those to sync at the next
+// checkpoint.
+func (j *journal) trackPack(pack plumbing.Hash) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.packs[pack] = struct{}{}
+}
+
 // startEpoch makes every record stale: a new epoch in the other header
 // slot, synced. The caller holds inflight for writing and has made what
 // the records describe durable.

@@ -89,6 +89,9 @@ func (r *Repo) mergeSmallPacks() (bool, error) {
 // a promisor pack, not a cruft pack (.mtimes: git gc's unreachable objects
 // with their ages), whose meaning a merge would lose.
 func (r *Repo) mergeable(p *pack) bool {
+	if p.held != nil {
+		return false // not on disk yet
+	}
 	for _, ext := range []string{".keep", ".promisor", ".mtimes"} {
 		if _, err := os.Stat(packPath(r.packDir, p.sum, ext)); !errors.Is(err, fs.ErrNotExist) {
 			return false

@@ -2,13 +2,13 @@ package gitrepo
 
 import (
 	"bytes"
-	"compress/zlib"
 	"errors"
 	"fmt"
 	"io"
 	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/klauspost/compress/zlib"
 )
 
 // The pack entry format (gitformat-pack(5)): a header holding the type
@@ -19,7 +19,8 @@ import (
 var errBadPack = errors.New("gitrepo: malformed pack")
 
 // deflater compresses entries with zlib's fastest real compression
-// (BenchmarkCompress, README.md). Deltas keep the big trees, which
+// (BenchmarkCompress, README.md), klauspost/compress's: 25-35 % less CPU
+// than the standard library's for the store's objects (README.md). Deltas keep the big trees, which
 // compress poorly and slowly, mostly out of the pack.
 var deflater = &deflaterPool{level: zlib.BestSpeed}
 

@@ -49,21 +49,23 @@ func (r *Repo) publish(old, set *packSet) {
 	}
 }
 
-// addPack makes a pack just written visible to readers.
-func (r *Repo) addPack(p *pack) error {
+// addPack makes a pack just written (or held) visible to readers. It
+// reports false, closing p, when the snapshot has the pack already: the
+// same objects written again.
+func (r *Repo) addPack(p *pack) (bool, error) {
 	r.packsMu.Lock()
 	defer r.packsMu.Unlock()
 	cur := r.packs.Load()
 	if cur == nil {
 		p.f.Close()
-		return ErrClosed
+		return false, ErrClosed
 	}
-	if cur.get(p.sum) != nil { // the same objects written again
+	if cur.get(p.sum) != nil {
 		p.f.Close()
-		return nil
+		return false, nil
 	}
 	r.publish(cur, &packSet{packs: append([]*pack{p}, cur.packs...)})
-	return nil
+	return true, nil
 }
 
 // replacePacks swaps the packs merged by Maintain for the merged one.
@@ -104,8 +106,13 @@ func (r *Repo) refreshPacks(seen *packSet) (bool, error) {
 		return false, err
 	}
 	next := &packSet{}
+	for _, p := range cur.packs {
+		if p.held != nil { // in memory, not on disk yet
+			next.packs = append(next.packs, p)
+		}
+	}
 	for _, sum := range sums {
-		if p := cur.get(sum); p != nil {
+		if p := cur.get(sum); p != nil && p.held == nil {
 			next.packs = append(next.packs, p)
 			continue
 		}

@@ -14,12 +14,21 @@ import (
 // pack is an open pack and its index. Reads use ReadAt only, so one pack
 // serves any number of goroutines. Closing the file while a read is in
 // flight is safe: os.File makes the read fail with os.ErrClosed, never
-// read another file.
+// read another file (and so does a held pack's memory).
 type pack struct {
 	sum  plumbing.Hash
 	idx  *index
-	f    *os.File
+	f    packData
 	size int64
+	// held is set for a Commit's pack held in memory, not on disk yet
+	// (held.go): readers find its objects, git does not.
+	held *encodedPack
+}
+
+// packData is where a pack's bytes are read: its file, or memory.
+type packData interface {
+	io.ReaderAt
+	Close() error
 }
 
 // openPack opens pack-<sum>.pack and its index. It returns an error
@@ -41,16 +50,16 @@ func openPack(packDir string, sum plumbing.Hash) (*pack, error) {
 		return nil, err
 	}
 	p := &pack{sum: sum, idx: idx, f: f}
-	if err := p.check(); err != nil {
+	if err := p.check(f); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("pack-%s.pack: %w", sum, err)
 	}
 	return p, nil
 }
 
-// check compares the pack's header and trailer with its index.
-func (p *pack) check() error {
-	fi, err := p.f.Stat()
+// check compares the pack's header and trailer, in f, with its index.
+func (p *pack) check(f *os.File) error {
+	fi, err := f.Stat()
 	if err != nil {
 		return err
 	}

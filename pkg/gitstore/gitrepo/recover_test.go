@@ -24,6 +24,7 @@ func crashAfterCommit(t *testing.T) *crashed {
 	c := &crashed{dir: r.Dir()}
 	c.c0 = commitFiles(t, r, files(10, "base-"), "c0\n")
 	c.c1 = commitJournaled(t, r, files(10, "next-"), "c1\n")
+	require.NoError(t, r.Flush()) // its files there, for the tests to damage
 	c.recs, err = readRecords(r.journal.Load())
 	require.NoError(t, err)
 	abandon(t, r)
@@ -128,6 +129,7 @@ func TestRecoverIgnoresTornRecord(t *testing.T) {
 			r, err := Open(c.dir)
 			require.NoError(t, err)
 			c1 := commitJournaled(t, r, files(3, "c1-"), "c1\n")
+			require.NoError(t, r.Flush()) // c1's pack alone, as the test damages it
 			c2 := commitJournaled(t, r, files(3, "c2-"), "c2\n")
 			recs, err := readRecords(r.journal.Load())
 			require.NoError(t, err)
@@ -138,8 +140,8 @@ func TestRecoverIgnoresTornRecord(t *testing.T) {
 			// happened, and the record is partial.
 			require.NoError(t, os.WriteFile(c.refFile(), []byte(c1.String()+"\n"), 0o644))
 			pack := packPath(filepath.Join(c.dir, "objects/pack"), recs[1].pack.sum, "")
-			require.NoError(t, os.Remove(pack+".pack"))
-			require.NoError(t, os.Remove(pack+".idx"))
+			require.NoFileExists(t, pack+".pack", "held, never flushed")
+			require.NoFileExists(t, pack+".idx")
 			require.NoError(t, os.Remove(packPath(filepath.Join(c.dir, "objects/pack"), recs[0].pack.sum, ".pack")))
 			f, err := os.OpenFile(journalPath(c.dir), os.O_RDWR, 0)
 			require.NoError(t, err)
@@ -178,6 +180,7 @@ func TestRecoverLeavesRefsMovedByOthers(t *testing.T) {
 	b := r.NewBatch()
 	theirs := addCommit(t, b, c1, files(3, "theirs-"), "theirs\n")
 	require.NoError(t, r.Write(b))
+	require.NoError(t, r.Flush()) // ours on disk, for git to move on from
 	abandon(t, r)
 	git(t, c.dir, "update-ref", "refs/heads/main", theirs.String(), c1.String())
 	require.NoError(t, os.Remove(packPath(filepath.Join(c.dir, "objects/pack"), recs[0].pack.sum, ".pack")))
@@ -223,6 +226,7 @@ func TestJournalWrapsAround(t *testing.T) {
 	var last, prev plumbing.Hash
 	for i := range 40 {
 		prev, last = last, commitJournaled(t, r, files(3, string(rune('a'+i%26))+"-"), "m\n")
+		require.NoError(t, r.Flush()) // a pack each, as the test damages the last
 	}
 	gen, seq := epoch(t, r)
 	require.Greater(t, gen, uint64(5), "wrapped around")
@@ -255,6 +259,7 @@ func TestRecoverFromTornHeader(t *testing.T) {
 	recs, err := readRecords(r.journal.Load())
 	require.NoError(t, err)
 	gen, _ := epoch(t, r)
+	require.NoError(t, r.Flush()) // c2's files there, for the test to damage
 	abandon(t, r)
 	f, err := os.OpenFile(journalPath(c.dir), os.O_RDWR, 0)
 	require.NoError(t, err)

@@ -57,8 +57,9 @@ func (r *Repo) refPath(name plumbing.ReferenceName) string {
 }
 
 // Ref returns the hash name points to, following symbolic references, or
-// the zero hash when it does not exist. It reads the loose file, then
-// packed-refs, fresh from disk on every call, so it sees git's pushes.
+// the zero hash when it does not exist. It reads a value Commit holds
+// (held.go), else the loose file, then packed-refs, fresh from disk on
+// every call, so it sees git's pushes.
 func (r *Repo) Ref(name plumbing.ReferenceName) (plumbing.Hash, error) {
 	for range maxSymrefDepth {
 		if err := checkRefName(name); err != nil {
@@ -79,7 +80,9 @@ func (r *Repo) Ref(name plumbing.ReferenceName) (plumbing.Hash, error) {
 // readRef reads name's own value, without following symbolic references.
 // A loose file wins over packed-refs, as in git.
 func (r *Repo) readRef(name plumbing.ReferenceName) (refValue, bool, error) {
-	r.moving.wait(name)
+	if h, ok := r.held.value(name); ok {
+		return refValue{hash: h}, true, nil // committed, not on disk yet (held.go)
+	}
 	data, err := os.ReadFile(r.refPath(name))
 	switch {
 	case err == nil:
@@ -154,6 +157,9 @@ func (r *Repo) checkNoConflict(name plumbing.ReferenceName) error {
 }
 
 func (r *Repo) conflictingRef(name plumbing.ReferenceName) (plumbing.ReferenceName, error) {
+	if other := r.held.conflict(name); other != "" { // not on disk yet
+		return other, nil
+	}
 	parts := strings.Split(string(name), "/")
 	// Prefixes below "refs/<kind>/": refs/heads/a for refs/heads/a/b.
 	for i := 3; i < len(parts); i++ {

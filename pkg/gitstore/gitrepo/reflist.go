@@ -27,8 +27,10 @@ func (r *Repo) Branches() ([]string, error) {
 // refNames lists the refs whose names start with prefix, a directory such
 // as "refs/" or "refs/heads/", loose (and packed if withPacked), sorted.
 func (r *Repo) refNames(prefix string, withPacked bool) ([]plumbing.ReferenceName, error) {
-	r.moving.waitAll() // a Commit creating a ref may not have renamed it yet
 	seen := map[plumbing.ReferenceName]struct{}{}
+	for _, n := range r.held.names(prefix) { // a new ref may not be on disk yet
+		seen[n] = struct{}{}
+	}
 	root := filepath.Join(r.dir, filepath.FromSlash(prefix))
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if errors.Is(err, fs.ErrNotExist) {

@@ -17,8 +17,9 @@ import (
 // <ref>.lock exclusively, check the current value, write the new one into
 // the lock, fsync it, rename it over the ref and fsync the directory. A
 // nil value deletes the ref (packed-refs first, then the loose file, so a
-// crash cannot resurrect an older packed value). A ref the journal's
-// current epoch moves is checkpointed first (checkpointIfJournaled).
+// crash cannot resurrect an older packed value). Held commits are flushed
+// first, and a ref the journal's current epoch moves is checkpointed
+// first (checkpointIfJournaled).
 func (r *Repo) updateRef(name plumbing.ReferenceName, check func(refValue, bool) error, v *refValue) error {
 	if err := checkRefName(name); err != nil {
 		return err
@@ -29,7 +30,11 @@ func (r *Repo) updateRef(name plumbing.ReferenceName, check func(refValue, bool)
 	path := r.refPath(name)
 	dir := filepath.Dir(path)
 	lock := path + ".lock"
-	r.moving.wait(name) // a Commit's lock, about to be renamed
+	// Held refs go to disk first: name's lock is Commit's while it is
+	// held, and a held ref not on disk yet could conflict with name.
+	if err := r.Flush(); err != nil {
+		return err
+	}
 	f, err := createLock(r.dir, lock)
 	if err != nil {
 		return lockError(r, name, err)

@@ -53,16 +53,17 @@ type Repo struct {
 	journalMax           int64         // see defaultJournalMax; tests lower it before the first Commit
 	checkpointAge        time.Duration // see defaultCheckpointAge
 
-	// Lock order: a ref's lock file, maintainMu or journalMu, then the
-	// journal's inflight, then packsMu; writeMu, then packsMu.
+	// Lock order: a Commit's claim of its ref, a ref's lock file,
+	// maintainMu or journalMu, then flushMu, then the journal's inflight,
+	// then packsMu; writeMu, then packsMu.
 	writeMu    sync.Mutex // one Write at a time
 	maintainMu sync.Mutex // one Maintain at a time
+	flushMu    sync.Mutex // one flush at a time (held.go)
 	packsMu    sync.Mutex // serializes changes of packs
 	packs      atomic.Pointer[packSet]
 
-	spare    spareTemps   // Commit's next temporary files (spare.go)
+	held     heldRefs     // Commits not on disk yet (held.go)
 	versions versionBases // bases for trees' next versions (versions.go)
-	moving   movingRefs   // refs a Commit is still moving (commit.go)
 
 	journalMu     sync.Mutex // guards creating (first Commit) and closing the journal
 	journal       atomic.Pointer[journal]
@@ -88,6 +89,7 @@ func Open(dir string) (*Repo, error) {
 		journalMax:    defaultJournalMax,
 		checkpointAge: defaultCheckpointAge,
 	}
+	r.held.flush, r.held.idle, r.held.delay = r.flushInBackground, flushIdle, flushDelay
 	if err := mkdirAllDurable(dir, r.packDir); err != nil {
 		return nil, err
 	}
@@ -140,7 +142,6 @@ func (r *Repo) Storer() storer.Storer { return &repoStorer{r: r} }
 // afterwards fail with ErrClosed.
 func (r *Repo) Close() error {
 	err := r.closeJournal()
-	r.spare.close()
 	r.packsMu.Lock()
 	defer r.packsMu.Unlock()
 	cur := r.packs.Swap(nil)
@@ -168,6 +169,8 @@ func (r *Repo) closeJournal() error {
 		return nil
 	}
 	r.journalClosed = true
+	r.flushMu.Lock()
+	defer r.flushMu.Unlock()
 	j.inflight.Lock()
 	defer j.inflight.Unlock()
 	err := r.checkpointLocked(j)

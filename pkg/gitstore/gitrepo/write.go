@@ -20,7 +20,7 @@ import (
 func (r *Repo) Write(b *Batch) error {
 	r.writeMu.Lock()
 	defer r.writeMu.Unlock()
-	todo, err := r.unstored(b.objs)
+	todo, err := r.unstored(b.objs, false)
 	if err != nil || len(todo) == 0 {
 		return err
 	}
@@ -31,8 +31,10 @@ func (r *Repo) Write(b *Batch) error {
 // (touches) the packs it relies on instead, so that git gc's grace period
 // for unreachable objects counts from now: they are about to be
 // referenced. That also checks the packs still exist: git gc may have
-// removed one since the snapshot was taken.
-func (r *Repo) unstored(objs []batchObject) ([]batchObject, error) {
+// removed one since the snapshot was taken. Held packs (held.go) count as
+// stored only with withHeld: a Commit's pack is flushed with or after
+// them, while Write's is on disk before them.
+func (r *Repo) unstored(objs []batchObject, withHeld bool) ([]batchObject, error) {
 	set := r.packs.Load()
 	if set == nil {
 		return nil, ErrClosed
@@ -40,8 +42,10 @@ func (r *Repo) unstored(objs []batchObject) ([]batchObject, error) {
 	var todo []batchObject
 	stored := map[*pack][]batchObject{}
 	for _, o := range objs {
-		if p, _, ok := set.find(o.h); ok {
-			stored[p] = append(stored[p], o)
+		if p, _, ok := set.find(o.h); ok && (p.held == nil || withHeld) {
+			if p.held == nil {
+				stored[p] = append(stored[p], o)
+			}
 		} else {
 			todo = append(todo, o)
 		}
@@ -61,7 +65,8 @@ func (r *Repo) writePack(todo []batchObject) error {
 	if err != nil {
 		return err
 	}
-	return r.addPack(p)
+	_, err = r.addPack(p)
+	return err
 }
 
 // encodedPack is a whole pack in memory: what Write and Commit put in
@@ -119,35 +124,25 @@ func encodePack(todo []batchObject, v *versionBases) encodedPack {
 // storePack writes ep under its final names, durably or not, and returns
 // it opened, not yet visible to readers (addPack).
 func (r *Repo) storePack(ep encodedPack, durable bool) (*pack, error) {
-	t, err := r.stageEncoded(ep, durable, nil)
+	t, err := r.stageEncoded(ep, durable)
 	if err != nil {
 		return nil, err
 	}
 	return t.place(durable)
 }
 
-// stageEncoded writes ep and its index to temporary files (stagePack):
-// those of spare when given, else new ones.
-func (r *Repo) stageEncoded(ep encodedPack, durable bool, spare *tempPair) (*packTemp, error) {
-	f, idx := (*os.File)(nil), (*os.File)(nil)
-	if spare != nil {
-		f, idx = spare.pack, spare.idx
-	} else {
-		var err error
-		if f, err = os.CreateTemp(r.packDir, tmpPackPrefix); err != nil {
-			return nil, err
-		}
+// stageEncoded writes ep and its index to temporary files (stagePack).
+func (r *Repo) stageEncoded(ep encodedPack, durable bool) (*packTemp, error) {
+	f, err := os.CreateTemp(r.packDir, tmpPackPrefix)
+	if err != nil {
+		return nil, err
 	}
 	if _, err := f.Write(ep.data); err != nil {
 		f.Close()
 		os.Remove(f.Name())
-		if idx != nil {
-			idx.Close()
-			os.Remove(idx.Name())
-		}
 		return nil, err
 	}
-	return stagePack(r.packDir, f, idx, ep.entries, ep.sum, int64(len(ep.data)), durable)
+	return stagePack(r.packDir, f, nil, ep.entries, ep.sum, int64(len(ep.data)), durable)
 }
 
 // deflate returns the zlib stream of an object's content (or a delta).
