@@ -243,7 +243,7 @@ func BenchmarkCompress(b *testing.B) {
 		Reset(io.Writer)
 	}
 	libs := map[string]func(level int) zwriter{
-		"std": func(level int) zwriter { w, _ := stdzlib.NewWriterLevel(nil, level); return w },
+		"std":       func(level int) zwriter { w, _ := stdzlib.NewWriterLevel(nil, level); return w },
 		"klauspost": func(level int) zwriter { w, _ := zlib.NewWriterLevel(nil, level); return w },
 	}
 	for _, data := range []struct {

@@ -195,4 +195,3 @@ func (r *Repo) openedJournal() (*journal, error) {
 	r.journal.Store(j)
 	return j, nil
 }
-

@@ -51,9 +51,9 @@ type heldRefs struct {
 	claimed map[plumbing.ReferenceName]bool     // a Commit is in progress
 	packs   []*pack                             // held in memory, oldest first
 	size    int
-	since   time.Time   // when the oldest held Commit was put
-	timer   *time.Timer // the next flush, once idle
-	urgent  bool        // a flush has been started for heldMax or flushDelay
+	since   time.Time     // when the oldest held Commit was put
+	timer   *time.Timer   // the next flush, once idle
+	urgent  bool          // a flush has been started for heldMax or flushDelay
 	flush   func()        // what the timer runs
 	idle    time.Duration // flushIdle; tests lengthen it
 	delay   time.Duration // flushDelay; tests lengthen it
