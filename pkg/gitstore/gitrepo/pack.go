@@ -120,7 +120,7 @@ func (pf *packFile) finish() (*pack, error) {
 		pf.abort()
 		return nil, err
 	}
-	t, err := stagePack(pf.dir, pf.f, nil, pf.entries, sum, pf.size(), true)
+	t, err := stagePack(pf.dir, pf.f, pf.entries, sum, pf.size(), true)
 	if err != nil {
 		return nil, err
 	}
@@ -139,10 +139,9 @@ type packTemp struct {
 }
 
 // stagePack completes a pack written to the temporary file f: it closes
-// f, makes it read-only as git does, and writes the index beside it, into
-// idx if given (a spare temporary file created read-only, as f then is).
-// When durable, both are fsynced. On failure it removes both.
-func stagePack(dir string, f, idx *os.File, entries []idxEntry, sum plumbing.Hash, size int64, durable bool) (t *packTemp, err error) {
+// f, makes it read-only as git does, and writes the index beside it. When
+// durable, both are fsynced. On failure it removes both.
+func stagePack(dir string, f *os.File, entries []idxEntry, sum plumbing.Hash, size int64, durable bool) (t *packTemp, err error) {
 	t = &packTemp{dir: dir, pack: f.Name(), sum: sum, size: size}
 	defer func() {
 		if cerr := f.Close(); err == nil {
@@ -153,22 +152,12 @@ func stagePack(dir string, f, idx *os.File, entries []idxEntry, sum plumbing.Has
 			t = nil
 		}
 	}()
-	if idx != nil {
-		t.idx = idx.Name()
-		defer func() {
-			if cerr := idx.Close(); err == nil {
-				err = cerr
-			}
-		}()
-	}
 	idxData := encodeIndex(entries, sum)
 	if t.index, err = decodeIndex(idxData); err != nil {
 		return t, err
 	}
-	if idx == nil {
-		if err := f.Chmod(0o444); err != nil {
-			return t, err
-		}
+	if err := f.Chmod(0o444); err != nil {
+		return t, err
 	}
 	// Two fsyncs at once cost little more than one (README.md).
 	packSynced := make(chan error, 1)
@@ -177,14 +166,7 @@ func stagePack(dir string, f, idx *os.File, entries []idxEntry, sum plumbing.Has
 	} else {
 		packSynced <- nil
 	}
-	if idx != nil {
-		_, err = idx.Write(idxData)
-		if err == nil && durable {
-			err = idx.Sync()
-		}
-	} else {
-		t.idx, err = writeTemp(dir, tmpIdxPrefix, idxData, durable)
-	}
+	t.idx, err = writeTemp(dir, tmpIdxPrefix, idxData, durable)
 	if serr := <-packSynced; err == nil {
 		err = serr
 	}
@@ -206,9 +188,8 @@ func (t *packTemp) place(durable bool) (*pack, error) {
 	// Open for reading before the rename: once named, Maintain may merge
 	// and remove the pack before we return.
 	rf, err := os.Open(t.pack)
-	took := false
-	if err == nil && t.unkeep == nil {
-		err, took = t.keep(), true
+	if err == nil {
+		err = t.keep()
 	}
 	if err == nil {
 		err = os.Rename(t.pack, packPath(t.dir, t.sum, ".pack"))
@@ -233,15 +214,11 @@ func (t *packTemp) place(durable bool) (*pack, error) {
 		t.remove()
 		return nil, err
 	}
-	if took {
-		t.release() // whole now: git repack includes its objects before removing it
-	}
+	t.release() // whole now: git repack includes its objects before removing it
 	return &pack{sum: t.sum, idx: t.index, f: rf, size: t.size}, nil
 }
 
-// keep creates the pack's .keep ahead of place, which then leaves it for
-// the caller to release: Commit takes it while the journal syncs, and
-// removes it after its answer.
+// keep creates the pack's .keep for place's renames.
 func (t *packTemp) keep() error {
 	unkeep, err := keepPack(t.dir, t.pack, t.sum)
 	t.unkeep = unkeep

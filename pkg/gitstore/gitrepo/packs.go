@@ -39,11 +39,12 @@ func (s *packSet) get(sum plumbing.Hash) *pack {
 }
 
 // publish installs set as the current snapshot and closes the packs of
-// old that set no longer holds. Callers hold r.packsMu.
+// old that set no longer holds (the very pack: a file and a held pack may
+// share a name). Callers hold r.packsMu.
 func (r *Repo) publish(old, set *packSet) {
 	r.packs.Store(set)
 	for _, p := range old.packs {
-		if set.get(p.sum) != p {
+		if !slices.Contains(set.packs, p) {
 			p.f.Close()
 		}
 	}
@@ -112,8 +113,12 @@ func (r *Repo) refreshPacks(seen *packSet) (bool, error) {
 		}
 	}
 	for _, sum := range sums {
-		if p := cur.get(sum); p != nil && p.held == nil {
-			next.packs = append(next.packs, p)
+		if p := cur.get(sum); p != nil {
+			if p.held == nil {
+				next.packs = append(next.packs, p)
+			}
+			// A held pack of that name serves its objects until the
+			// flush replaces it; the file is found after.
 			continue
 		}
 		p, err := openPack(r.packDir, sum)

@@ -142,7 +142,7 @@ func (r *Repo) stageEncoded(ep encodedPack, durable bool) (*packTemp, error) {
 		os.Remove(f.Name())
 		return nil, err
 	}
-	return stagePack(r.packDir, f, nil, ep.entries, ep.sum, int64(len(ep.data)), durable)
+	return stagePack(r.packDir, f, ep.entries, ep.sum, int64(len(ep.data)), durable)
 }
 
 // deflate returns the zlib stream of an object's content (or a delta).
