@@ -7,7 +7,8 @@
 // (heaven.lock) and clears what a crashed writer left behind, including
 // stale ref locks, so no git command may be writing refs while Open runs.
 // Afterwards git may push into, fetch from and read the repository at any
-// time; its refs and objects are seen at once.
+// time; its refs and objects are seen at once, and git sees a Commit a few
+// milliseconds after it returns (held.go), or at once after Flush.
 //
 // Crash safety rests on ordering: Write returns after the pack, its index
 // and their directory entry are durable; CompareAndSwapRef is called after
