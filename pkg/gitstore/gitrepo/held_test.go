@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -163,20 +164,38 @@ func TestReadersDuringFlushes(t *testing.T) {
 	r := openTemp(t)
 	r.held.idle, r.held.delay = time.Millisecond, 5*time.Millisecond
 	r.maxPacks = 3
+	// Built here: require may only stop the test's own goroutine. Both
+	// branches get the same commits, so a pack is often held while a
+	// flush writes a file of the same name (which once closed it).
+	const writers, commitsEach = 2, 40
+	var batches [writers][]*Batch
+	var heads [writers][]plumbing.Hash
+	for w := range writers {
+		parent := plumbing.ZeroHash
+		for i := range commitsEach {
+			b := r.NewBatch()
+			parent = addCommit(t, b, parent, map[string]string{"n.txt": fmt.Sprint(i), "const.txt": "c"}, fmt.Sprintf("%d\n", i))
+			batches[w], heads[w] = append(batches[w], b), append(heads[w], parent)
+		}
+	}
 	var (
 		mu      sync.Mutex
-		commits []plumbing.Hash
+		commits []plumbing.Hash // readable from now on
 		wg      sync.WaitGroup
 		done    = make(chan struct{})
 	)
-	for w := range 2 {
+	for w := range writers {
 		wg.Go(func() {
-			for i := range 40 {
-				h := commitOn(t, r, fmt.Sprint("w", w), map[string]string{"n.txt": fmt.Sprint(i), "const.txt": "c"}, fmt.Sprintf("%d\n", i))
+			name := plumbing.NewBranchReferenceName(fmt.Sprint("w", w))
+			old := plumbing.ZeroHash
+			for i, h := range heads[w] {
+				if !assert.NoError(t, r.Commit(batches[w][i], name, h, old)) || !assert.NoError(t, r.Maintain()) {
+					return
+				}
+				old = h
 				mu.Lock()
 				commits = append(commits, h)
 				mu.Unlock()
-				require.NoError(t, r.Maintain())
 			}
 		})
 	}
@@ -194,8 +213,9 @@ func TestReadersDuringFlushes(t *testing.T) {
 			mu.Unlock()
 			for _, h := range cs {
 				r.cache.Clear() // read the packs, not the cache
-				_, err := r.object(h)
-				require.NoError(t, err)
+				if _, err := r.object(h); !assert.NoError(t, err) {
+					return
+				}
 				reads++
 			}
 		}
@@ -205,7 +225,7 @@ func TestReadersDuringFlushes(t *testing.T) {
 	readers.Wait()
 	require.Positive(t, reads)
 	require.NoError(t, r.Flush())
-	require.Equal(t, "40", git(t, r.Dir(), "rev-list", "--count", "w0"))
-	require.Equal(t, "40", git(t, r.Dir(), "rev-list", "--count", "w1"))
+	require.Equal(t, fmt.Sprint(commitsEach), git(t, r.Dir(), "rev-list", "--count", "w0"))
+	require.Equal(t, fmt.Sprint(commitsEach), git(t, r.Dir(), "rev-list", "--count", "w1"))
 	fsck(t, r.Dir())
 }
