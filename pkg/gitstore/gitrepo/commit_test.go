@@ -31,7 +31,10 @@ func commitJournaled(t testing.TB, r *Repo, files map[string]string, msg string)
 func abandon(t testing.TB, r *Repo) {
 	t.Helper()
 	// Held commits are lost with the process, as kill -9 loses them: the
-	// journal has them.
+	// journal has them. A flush in flight ends first, and a later one
+	// (the idle timer) finds the repository closed.
+	r.flushMu.Lock()
+	defer r.flushMu.Unlock()
 	r.journalMu.Lock()
 	r.journalClosed = true
 	if j := r.journal.Load(); j != nil {

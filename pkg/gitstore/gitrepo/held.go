@@ -236,6 +236,9 @@ func (r *Repo) Flush() error {
 	}
 	r.flushMu.Lock()
 	defer r.flushMu.Unlock()
+	if r.packs.Load() == nil {
+		return ErrClosed // Close flushed what was held
+	}
 	// No Commit is between its check and its put while inflight is held
 	// for writing: what take detaches is complete.
 	j.inflight.Lock()
