@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -47,6 +48,7 @@ func buildAndRun(m *testing.M) int {
 type server struct {
 	dataDir, logPath string
 	port             int
+	portWaits        int // restarts that found the port taken (start)
 	cmd              *exec.Cmd
 	exited           chan error
 }
@@ -112,6 +114,15 @@ func (s *server) start(t *testing.T) {
 		}
 		select {
 		case werr := <-s.exited:
+			// The port is the same across restarts, and another process
+			// may hold it for a moment (an outgoing connection of the
+			// tests beside this one takes its number as source port).
+			if log, _ := os.ReadFile(s.logPath); bytes.HasSuffix(bytes.TrimSpace(log), []byte("address already in use")) && s.portWaits < 20 {
+				s.portWaits++
+				time.Sleep(500 * time.Millisecond) // let the other process let go of the port
+				s.start(t)
+				return
+			}
 			t.Fatalf("server exited while starting: %v; %s", werr, s.logHint())
 		case <-time.After(50 * time.Millisecond):
 		}
