@@ -113,10 +113,11 @@ func (h *heldRefs) value(name plumbing.ReferenceName) (plumbing.Hash, bool) {
 	return plumbing.ZeroHash, false
 }
 
-// holds reports whether name is held or being moved.
-func (h *heldRefs) holds(name plumbing.ReferenceName) bool {
-	_, ok := h.value(name)
-	return ok
+// empty reports whether nothing is held or being moved.
+func (h *heldRefs) empty() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.refs) == 0 && len(h.moving) == 0 && len(h.packs) == 0
 }
 
 // names returns the held and moving refs below prefix.
@@ -231,8 +232,11 @@ func (h *heldRefs) moved(name plumbing.ReferenceName, e *heldRef) {
 // such as before running git on the repository.
 func (r *Repo) Flush() error {
 	j := r.journal.Load()
-	if j == nil {
-		return nil // only Commit holds, and it creates the journal
+	if j == nil || r.held.empty() {
+		// Only Commit holds (and creates the journal); a Commit that
+		// returned before this call has put what it holds. Ref updates
+		// and git runs then cost no wait for other Commits' syncs.
+		return nil
 	}
 	r.flushMu.Lock()
 	defer r.flushMu.Unlock()
@@ -285,7 +289,7 @@ func (r *Repo) writeHeld(j *journal, refs map[plumbing.ReferenceName]*heldRef, p
 	var first error
 	for _, name := range slices.Sorted(maps.Keys(refs)) {
 		e := refs[name]
-		err := moveRef(r.refPath(name), e.lock, e.value)
+		err := moveRef(r.refPath(name), e.lock, e.value, false)
 		if err != nil {
 			// The commit is durable; the next Open moves the ref.
 			err = fmt.Errorf("gitrepo: moving %s after its journal record: %w", name, err)
@@ -299,10 +303,14 @@ func (r *Repo) writeHeld(j *journal, refs map[plumbing.ReferenceName]*heldRef, p
 	return first
 }
 
-// moveRef writes value into the ref's lock and renames it over the ref,
-// without fsync: the journal holds the move until a checkpoint.
-func moveRef(path string, lock *os.File, value plumbing.Hash) error {
+// moveRef writes value into the ref's lock and renames it over the ref;
+// durable fsyncs the lock first (the directory is the caller's). A flush
+// moves refs without: the journal holds the move until a checkpoint.
+func moveRef(path string, lock *os.File, value plumbing.Hash, durable bool) error {
 	_, err := lock.WriteString(refValue{hash: value}.String())
+	if err == nil && durable {
+		err = lock.Sync()
+	}
 	if cerr := lock.Close(); err == nil {
 		err = cerr
 	}
@@ -318,12 +326,9 @@ func moveRef(path string, lock *os.File, value plumbing.Hash) error {
 // mergeHeld lays out the objects of held packs as one pack, duplicates
 // dropped, deltas kept with their distance to the base rewritten.
 func mergeHeld(packs []*pack) encodedPack {
-	at := map[plumbing.Hash]int64{}
+	at := unplaced(packs)
 	size := 12 + hashLen
 	for _, p := range packs {
-		for i := range p.idx.n {
-			at[p.idx.hash(i)] = -1
-		}
 		size += int(p.size)
 	}
 	buf := bytes.NewBuffer(make([]byte, 0, size))

@@ -143,12 +143,7 @@ func (r *Repo) mergePacks(packs []*pack) (*pack, error) {
 		own = append(own, &pack{sum: p.sum, idx: p.idx, f: f, size: p.size})
 	}
 	packs = own
-	at := map[plumbing.Hash]int64{} // object → offset in the new pack
-	for _, p := range packs {
-		for i := range p.idx.n {
-			at[p.idx.hash(i)] = -1
-		}
-	}
+	at := unplaced(packs)
 	pf, err := createPackFile(r.packDir, len(at))
 	if err != nil {
 		return nil, err
@@ -160,6 +155,18 @@ func (r *Repo) mergePacks(packs []*pack) (*pack, error) {
 		}
 	}
 	return pf.finish()
+}
+
+// unplaced maps every object of packs to -1: its offset in a merged pack,
+// which copyEntries sets. Its length is the merged pack's object count.
+func unplaced(packs []*pack) map[plumbing.Hash]int64 {
+	at := map[plumbing.Hash]int64{}
+	for _, p := range packs {
+		for i := range p.idx.n {
+			at[p.idx.hash(i)] = -1
+		}
+	}
+	return at
 }
 
 // copyEntries appends p's objects not yet written to pw, in p's order so

@@ -115,18 +115,7 @@ func (r *Repo) forceRef(name plumbing.ReferenceName, h plumbing.Hash) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
-	_, err = f.WriteString(refValue{hash: h}.String())
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
+	if err := moveRef(path, f, h, true); err != nil {
 		return err
 	}
 	return syncDir(filepath.Dir(path))
