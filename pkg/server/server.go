@@ -221,6 +221,17 @@ func (s *Server) URL() string {
 // KubeconfigPath is the admin kubeconfig written on start.
 func (s *Server) KubeconfigPath() string { return filepath.Join(s.cfg.DataDir, "admin.kubeconfig") }
 
+// FlushGit writes the commits the store still holds in memory into the
+// repository's files now, for a program that runs git on the repository
+// right after a write (the store does it a few milliseconds later by
+// itself). Without git storage it does nothing.
+func (s *Server) FlushGit() error {
+	if s.repo == nil {
+		return nil
+	}
+	return s.repo.Flush()
+}
+
 // Run serves until ctx ends, then shuts down within the shutdown timeout.
 func (s *Server) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx)

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -224,7 +225,7 @@ func TestPushedFiles(t *testing.T) {
 			w := cloneHeaven(t, repo, "pushed")
 			bad := w.commit(tc.name, map[string]string{tc.path: tc.content})
 			w.must("push", "-q", "origin", "HEAD:refs/scratch/"+strings.ReplaceAll(tc.name, " ", "-"))
-			ts.git("update-ref", "refs/heads/pushed", bad)
+			moveBranch(t, ts, "pushed", bad)
 			eventually(t, 30*time.Second, "an Event naming "+tc.path, func() (bool, error) {
 				return hasProblemEvent(ctx, kube, tc.path, bad), nil
 			})
@@ -297,6 +298,25 @@ func runWriters(ctx context.Context, t *testing.T, kube kubernetes.Interface, n 
 		}()
 	}
 	return writes, failures
+}
+
+// moveBranch moves a heaven's branch to commit with git update-ref, as an
+// operator would, trying again while the ref is locked: the writers'
+// commits lock it for a few milliseconds each (see gitrepo's held commits).
+func moveBranch(t *testing.T, ts *testServer, heaven, commit string) {
+	t.Helper()
+	require.NoError(t, ts.FlushGit())
+	var out []byte
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		cmd := exec.Command("git", "--git-dir", ts.RepositoryPath(), "update-ref", "refs/heads/"+heaven, commit)
+		cmd.Env = gitEnv()
+		var err error
+		out, err = cmd.CombinedOutput()
+		if err != nil {
+			require.Contains(c, string(out), "cannot lock ref", "only a locked ref is tried again")
+		}
+		assert.NoError(c, err, "git update-ref: %s", out)
+	}, 10*time.Second, 10*time.Millisecond, "git update-ref refs/heads/%s %s", heaven, commit)
 }
 
 func hasProblemEvent(ctx context.Context, kube kubernetes.Interface, path, commit string) bool {

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	historyv1alpha1 "github.com/heaven-dev/heaven/pkg/apis/history/v1alpha1"
+	"github.com/heaven-dev/heaven/pkg/merge"
 )
 
 // The history commands read and undo through each heaven's
@@ -380,7 +381,7 @@ func (o *options) mergeCommand() *cobra.Command {
 			case s.UpToDate:
 				fmt.Fprintf(o.streams.Out, "already up to date with %s\n", args[0])
 			case s.Blocked:
-				fmt.Fprintf(o.streams.Out, "not merged: %d conflicts (resolve them, or choose a --policy)\n", len(s.Conflicts))
+				fmt.Fprintf(o.streams.Out, "not merged: %d of %d conflicts need a resolution (resolve them, or choose a --policy)\n", manualConflicts(s.Conflicts), len(s.Conflicts))
 			case dryRun:
 				fmt.Fprintf(o.streams.Out, "would change %d objects\n", len(s.Changes))
 			case s.Commit == "":
@@ -406,4 +407,17 @@ func (o *options) mergeCommand() *cobra.Command {
 	cmd.Flags().StringSliceVar(&resources, "resources", nil, "Only these <group or core>/<resource> merge (default: all).")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "Only say what would change and the conflicts.")
 	return cmd
+}
+
+// manualConflicts counts the conflicts that no rule resolved: those that
+// blocked the merge. The others (managedFields' timestamps, PreferTarget by
+// default) are listed for the record.
+func manualConflicts(conflicts []historyv1alpha1.Conflict) int {
+	n := 0
+	for _, c := range conflicts {
+		if c.Resolution == string(merge.Manual) {
+			n++
+		}
+	}
+	return n
 }

@@ -57,7 +57,8 @@ type HeavenServer struct {
 	// EtcdAPIURLs and EphemeralEtcdURLs).
 	etcdAPI, ephemeralEtcd []string
 
-	mu     sync.Mutex // guards cancel and done
+	mu     sync.Mutex // guards server, cancel and done
+	server *server.Server
 	cancel context.CancelFunc
 	done   chan error // Run's result; nil while stopped
 }
@@ -137,7 +138,7 @@ func (h *HeavenServer) Start(ctx context.Context) error {
 	runCtx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(runCtx) }()
-	h.cancel, h.done = cancel, done
+	h.server, h.cancel, h.done = s, cancel, done
 
 	dyn, err := dynamic.NewForConfig(h.RESTConfig(server.RootHeaven))
 	if err != nil {
@@ -170,7 +171,7 @@ func (h *HeavenServer) Stop() error {
 	}
 	h.cancel()
 	done := h.done
-	h.cancel, h.done = nil, nil
+	h.server, h.cancel, h.done = nil, nil, nil
 	select {
 	case err := <-done:
 		return err
@@ -243,12 +244,27 @@ func (h *HeavenServer) RepositoryPath() string { return filepath.Join(h.DataDir,
 
 // Git runs the git CLI on the server's repository and returns its output;
 // the test fails if git does (or, for the *assert.CollectT of an
-// EventuallyWithT, that check).
+// EventuallyWithT, that check). A running server first writes what it
+// holds in memory, so git sees every write acknowledged so far and no ref
+// is kept locked by the store (see gitrepo's held commits).
 func (h *HeavenServer) Git(t require.TestingT, args ...string) string {
 	if th, ok := t.(interface{ Helper() }); ok {
 		th.Helper()
 	}
+	require.NoError(t, h.FlushGit(), "writing held commits before git runs")
 	return Git(t, append([]string{"--git-dir", h.RepositoryPath()}, args...)...)
+}
+
+// FlushGit has a running server write the commits it holds in memory into
+// the repository's files (server.Server.FlushGit); stopped, it has none.
+func (h *HeavenServer) FlushGit() error {
+	h.mu.Lock()
+	s := h.server
+	h.mu.Unlock()
+	if s == nil {
+		return nil
+	}
+	return s.FlushGit()
 }
 
 // Kubectl runs the real kubectl against heaven as the admin, stdin on its
