@@ -23,7 +23,8 @@
 // merged spec is not that side's (its controllers have observed that
 // generation for another spec), resourceVersion is the
 // store's and is kept from the target, and managedFields entries (keyed by
-// manager, operation and subresource) keep the one with the newer time.
+// manager, operation and subresource) keep the one with the newer time,
+// whatever a schema says of the list (Kubernetes' calls it atomic).
 // Values that are not JSON are compared as bytes.
 //
 // # Trees

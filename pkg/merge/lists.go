@@ -35,8 +35,14 @@ type ListRule struct {
 }
 
 // listRule returns how the list at p merges: by the caller's rule for its
-// path, else by the default heuristic.
+// path, else by the default heuristic. metadata.managedFields always
+// merges entry by entry (managedFieldsEntry): Kubernetes' schema calls it
+// atomic, which would make every two edits of an object in different
+// seconds a conflict over who managed what.
 func (x *merger) listRule(p path) ListRule {
+	if p.schema == managedFieldsPath {
+		return defaultListRule(p)
+	}
 	rule, found := ListRule{}, false
 	for _, r := range x.lists {
 		if r.Path != p.schema || r.Resource != "" && r.Resource != x.resource {

@@ -65,3 +65,19 @@ func TestSchemaKeyedListMerges(t *testing.T) {
 	assert.Empty(t, with.Conflicts)
 	assert.JSONEq(t, `{"spec":{"parts":[{"id":"a","size":2},{"id":"b","size":3}]}}`, string(with.Value))
 }
+
+// Kubernetes' schema of ObjectMeta calls managedFields atomic; with rules
+// taken from it, two edits still merge their managers' entries (the newer
+// of each) rather than conflict.
+func TestSchemaLeavesManagedFieldsMerging(t *testing.T) {
+	const key = "/core/configmaps/default/web"
+	rules := []ListRule{{Resource: "core/configmaps", Path: ".metadata.managedFields", Type: ListAtomic}}
+	base := []byte(`{"metadata":{"managedFields":[{"manager":"kubectl-patch","operation":"Update","time":"2026-11-27T07:00:00Z"}]},"data":{"color":"green"}}`)
+	target := []byte(`{"metadata":{"managedFields":[{"manager":"kubectl-patch","operation":"Update","time":"2026-11-27T07:00:02Z"}]},"data":{"color":"black"}}`)
+	source := []byte(`{"metadata":{"managedFields":[{"manager":"kubectl-patch","operation":"Update","time":"2026-11-27T07:00:01Z"}],"labels":{"a":"b"}},"data":{"color":"green"}}`)
+
+	got := Merger{Lists: rules}.Merge(key, base, target, source)
+	require.True(t, got.Resolved, "conflicts: %v", got.Conflicts)
+	assert.Empty(t, got.Conflicts)
+	assert.JSONEq(t, `{"metadata":{"labels":{"a":"b"},"managedFields":[{"manager":"kubectl-patch","operation":"Update","time":"2026-11-27T07:00:02Z"}]},"data":{"color":"black"}}`, string(got.Value))
+}

@@ -156,9 +156,7 @@ func TestOneOffMerge(t *testing.T) {
 	ts.Kubectl(t, "main", "", "patch", "configmap", "web", "-p", `{"data":{"color":"black"}}`)
 	out, err = alice("heaven", "merge", "try", "--into", "main", "--resources", "core/configmaps")
 	require.NoError(t, err, out)
-	// managedFields' timestamps differ too when the patches fell in
-	// different seconds: listed, resolved by default.
-	assert.Regexp(t, `not merged: 1 of [12] conflicts need a resolution`, out)
+	assert.Contains(t, out, "not merged: 1 of 1 conflicts need a resolution")
 	assert.Contains(t, out, `conflict core/configmaps/default/web .data.color: Manual`)
 	assert.Equal(t, "black", ts.Kubectl(t, "main", "", "get", "configmap", "web", "-o", "jsonpath={.data.color}"))
 	out, err = alice("heaven", "merge", "try", "--into", "main", "--resources", "core/configmaps", "--policy", "PreferSource")
