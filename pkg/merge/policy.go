@@ -52,9 +52,10 @@ type Policy struct {
 // settles: an object's status is written by its controller (or node
 // agent) alone, in its own heaven, so a status conflict is two reports of
 // that writer's, and the one being merged in is the newer there. Managed
-// fields are each API server's record of who last set which field, for
-// server-side apply: where both heavens rewrote an entry, each keeps its
-// own record (which field values merged is the merge's business).
+// fields, each API server's record of who last set which field for
+// server-side apply, merge entry by entry (the newer of each manager's);
+// a list that cannot merge so (entries without a manager) keeps the
+// target's record: which field values merged is the merge's business.
 var KubernetesRules = []PathRule{
 	{Path: ".status", Resolution: PreferSource},
 	{Path: ".metadata.managedFields", Resolution: PreferTarget},

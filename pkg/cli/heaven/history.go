@@ -410,8 +410,9 @@ func (o *options) mergeCommand() *cobra.Command {
 }
 
 // manualConflicts counts the conflicts that no rule resolved: those that
-// blocked the merge. The others (managedFields' timestamps, PreferTarget by
-// default) are listed for the record.
+// blocked the merge. The others, resolved by a rule (the --policy, or
+// Kubernetes' own, such as for a status both sides reported), are listed
+// for the record.
 func manualConflicts(conflicts []historyv1alpha1.Conflict) int {
 	n := 0
 	for _, c := range conflicts {
