@@ -305,13 +305,13 @@ func runWriters(ctx context.Context, t *testing.T, kube kubernetes.Interface, n 
 // commits lock it for a few milliseconds each (see gitrepo's held commits).
 func moveBranch(t *testing.T, ts *testServer, heaven, commit string) {
 	t.Helper()
-	require.NoError(t, ts.FlushGit())
-	var out []byte
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		// Each attempt flushes: a writer's commit since the last one
+		// holds the ref again.
+		require.NoError(c, ts.FlushGit())
 		cmd := exec.Command("git", "--git-dir", ts.RepositoryPath(), "update-ref", "refs/heads/"+heaven, commit)
 		cmd.Env = gitEnv()
-		var err error
-		out, err = cmd.CombinedOutput()
+		out, err := cmd.CombinedOutput()
 		if err != nil {
 			require.Contains(c, string(out), "cannot lock ref", "only a locked ref is tried again")
 		}
