@@ -52,7 +52,7 @@ func (s *Server) startSplitters(ctx context.Context, cfg *rest.Config) {
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: changed, UpdateFunc: func(_, obj any) { changed(obj) }, DeleteFunc: changed,
 	})
-	factory.Start(ctx.Done())
+	factory.StartWithContext(ctx)
 	<-ctx.Done()
 	factory.Shutdown()
 }

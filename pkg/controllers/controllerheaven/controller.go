@@ -131,7 +131,7 @@ func (c *Controller) enqueueFor(obj any) {
 
 // Run reconciles until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) {
-	c.factory.Start(ctx.Done())
+	c.factory.StartWithContext(ctx)
 	defer c.factory.Shutdown()
 	klog.FromContext(ctx).Info("Starting the ControllerHeaven controller", "server", c.deps.ServerURL)
 	c.loop.Run(ctx, workers, c.synced...)

@@ -125,7 +125,7 @@ func (c *Controller) Type(ctx context.Context, name string) (v1alpha1.HeavenType
 
 // Run reconciles until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) {
-	c.factory.Start(ctx.Done())
+	c.factory.StartWithContext(ctx)
 	defer c.factory.Shutdown()
 	c.loop.Run(ctx, workers, c.informer.HasSynced)
 }

@@ -116,7 +116,7 @@ func New(client versioned.Interface, kube kubernetes.Interface, git Git) *Contro
 // Run reconciles until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) {
 	defer c.events.Shutdown()
-	c.factory.Start(ctx.Done())
+	c.factory.StartWithContext(ctx)
 	defer c.factory.Shutdown()
 	c.loop.Run(ctx, workers, c.informer.HasSynced)
 }

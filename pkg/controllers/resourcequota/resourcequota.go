@@ -91,8 +91,8 @@ func start(ctx context.Context, kube kubernetes.Interface, meta metadata.Interfa
 	if err != nil {
 		return fmt.Errorf("resource quota controller: %w", err)
 	}
-	typed.Start(ctx.Done())
-	metaInformers.Start(ctx.Done())
+	typed.StartWithContext(ctx)
+	metaInformers.Start(ctx.Done()) // its interface has no StartWithContext; few quotas need it
 	close(started)
 	go c.Run(ctx, workers)
 	go c.Sync(ctx, discover, discoveryPeriod)

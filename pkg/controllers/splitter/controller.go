@@ -82,7 +82,7 @@ func (c *Controller) TargetsChanged() {
 
 // Run splits until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) {
-	c.factory.Start(ctx.Done())
+	c.factory.StartWithContext(ctx)
 	defer c.factory.Shutdown()
 	c.loop.Run(ctx, workers, c.informer.HasSynced)
 }

@@ -192,8 +192,8 @@ func New(root versioned.Interface, rootKube kubernetes.Interface, deps Deps, opt
 
 // Run reconciles until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) {
-	c.heavenFactory.Start(ctx.Done())
-	c.kubeFactory.Start(ctx.Done())
+	c.heavenFactory.StartWithContext(ctx)
+	c.kubeFactory.StartWithContext(ctx)
 	defer c.heavenFactory.Shutdown()
 	defer c.kubeFactory.Shutdown()
 	klog.FromContext(ctx).Info("Starting cluster controller", "syncerImage", c.opts.SyncerImage, "server", c.deps.ServerURL)
