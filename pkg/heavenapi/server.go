@@ -42,6 +42,7 @@ type Server struct {
 	name       string
 	namespaces []string // created when it starts
 	handler    http.Handler
+	ownWatches http.Handler // see OwnWatchHandler
 	kube       kubernetes.Interface
 	tokens     authenticator.Token // the heaven's ServiceAccount tokens
 	authz      authorizer.UnconditionalAuthorizer
@@ -71,6 +72,7 @@ func New(c Config) (*Server, error) {
 		name:       c.Name,
 		namespaces: c.initialNamespaces(),
 		handler:    s.Handler,
+		ownWatches: b.ownWatches,
 		kube:       b.kube,
 		tokens:     b.tokens,
 		authz:      s.Authorizer,
@@ -91,6 +93,10 @@ func (s *Server) Authorize(ctx context.Context, a authorizer.Attributes) (author
 
 // Handler serves the heaven's API; paths are without /clusters/<name>.
 func (s *Server) Handler() http.Handler { return s.handler }
+
+// OwnWatchHandler serves the watches of the heaven's own clients (see
+// ownWatchHandler); paths are without /clusters/<name>.
+func (s *Server) OwnWatchHandler() http.Handler { return s.ownWatches }
 
 // Ready is closed once the heaven serves every request: its CRDs are
 // installed and its initial namespaces exist.
@@ -231,10 +237,11 @@ const startHooksTimeout = 10 * time.Second
 
 // built is what build assembles.
 type built struct {
-	server *genericapiserver.GenericAPIServer
-	run    func(context.Context) error // runs the prepared server until its context ends
-	kube   kubernetes.Interface        // the heaven's loopback clientset
-	tokens authenticator.Token         // the heaven's ServiceAccount tokens; nil without
+	server     *genericapiserver.GenericAPIServer
+	ownWatches http.Handler                // OwnWatchHandler
+	run        func(context.Context) error // runs the prepared server until its context ends
+	kube       kubernetes.Interface        // the heaven's loopback clientset
+	tokens     authenticator.Token         // the heaven's ServiceAccount tokens; nil without
 }
 
 // build assembles the generic server: CRDs (apiextensions-apiserver), the
@@ -332,7 +339,7 @@ func (c Config) build() (*built, error) {
 	if err := intern.DropPathStacks(s.Handler.NonGoRestfulMux); err != nil {
 		klog.ErrorS(err, "Heaven keeps the stacks of its paths' registrations", "heaven", c.Name)
 	}
-	return &built{server: s, run: prepared.RunWithContext, kube: kube, tokens: tokenReviews}, nil
+	return &built{server: s, ownWatches: ownWatchHandler(s, gc.RequestInfoResolver), run: prepared.RunWithContext, kube: kube, tokens: tokenReviews}, nil
 }
 
 // rbacChanges watches the heaven's RBAC objects with one watch of the keys

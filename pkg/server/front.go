@@ -215,13 +215,17 @@ func (f *front) serveHeaven(w http.ResponseWriter, r *http.Request, name, path s
 	}
 	r2.URL.Path = path
 	r2.URL.RawPath = ""
+	verb := r.Method
+	if q := r.URL.Query().Get("watch"); q == "true" || q == "1" {
+		verb = "WATCH"
+	}
 	if !external {
+		if verb == "WATCH" && !impersonates(r) {
+			srv.OwnWatchHandler().ServeHTTP(w, r2)
+			return
+		}
 		srv.Handler().ServeHTTP(w, r2)
 		return
-	}
-	verb := r.Method
-	if r.URL.Query().Get("watch") == "true" || r.URL.Query().Get("watch") == "1" {
-		verb = "WATCH"
 	}
 	if f.fair != nil && verb != "WATCH" {
 		done, err := f.fair.acquire(r.Context(), name)
@@ -241,6 +245,16 @@ func (f *front) serveHeaven(w http.ResponseWriter, r *http.Request, name, path s
 	if verb != "WATCH" {
 		f.metrics.requestLatency.WithLabelValues(name, verb).Observe(time.Since(began).Seconds())
 	}
+}
+
+// impersonates tells whether a request asks to act as someone else.
+func impersonates(r *http.Request) bool {
+	for k := range r.Header {
+		if strings.HasPrefix(k, "Impersonate-") {
+			return true
+		}
+	}
+	return false
 }
 
 // writeStatus answers with a Kubernetes Status object.

@@ -281,6 +281,43 @@ func TestFrontLoopback(t *testing.T) {
 	assert.Equal(t, before[0]+1, after[0], "the admin's request only")
 }
 
+// TestFrontOwnWatches: a heaven's own watches (loopback, impersonating
+// nobody) go to its OwnWatchHandler; every other request to its Handler.
+func TestFrontOwnWatches(t *testing.T) {
+	e := newFrontEnv(t)
+	require.Equal(t, http.StatusOK, e.serve(http.MethodGet, "/clusters/awake/api", e.admin).StatusCode)
+	for _, tc := range []struct {
+		name        string
+		loopback    bool
+		query       string
+		impersonate string
+		own         bool
+	}{
+		{"loopback watch", true, "?watch=true", "", true},
+		{"loopback watch=1", true, "?watch=1&resourceVersion=5", "", true},
+		{"loopback list", true, "", "", false},
+		{"loopback watch=false", true, "?watch=false", "", false},
+		{"loopback watch as someone else", true, "?watch=true", "alice", false},
+		{"external watch", false, "?watch=true", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodGet, "/clusters/awake/api/v1/namespaces"+tc.query, nil)
+			if tc.loopback {
+				r = r.WithContext(withLoopback(context.Background()))
+			} else {
+				r.TLS = &tls.ConnectionState{HandshakeComplete: true, PeerCertificates: []*x509.Certificate{e.admin}}
+			}
+			if tc.impersonate != "" {
+				r.Header.Set("Impersonate-User", tc.impersonate)
+			}
+			w := httptest.NewRecorder()
+			e.s.front.ServeHTTP(w, r)
+			require.Equal(t, http.StatusOK, w.Code)
+			assert.Equal(t, tc.own, strings.HasPrefix(w.Body.String(), "own-watch "), w.Body.String())
+		})
+	}
+}
+
 // FuzzFrontHeavenNames: whatever a client puts where the heaven's name
 // goes, the front answers 400 for a name that is not a heaven name and
 // never fails otherwise (no panic, no 5xx from the name).

@@ -30,6 +30,8 @@ var errNotRunning = errors.New("heaven is not running")
 // *heavenapi.Server, or a fake in the registry's tests.
 type apiServer interface {
 	Handler() http.Handler
+	// OwnWatchHandler serves the watches of the heaven's own clients.
+	OwnWatchHandler() http.Handler
 	Ready() <-chan struct{}
 	// Failed is closed when the server gives up starting; Err says why.
 	Failed() <-chan struct{}

@@ -46,6 +46,15 @@ func (f *fakeServer) Handler() http.Handler {
 	})
 }
 
+// OwnWatchHandler answers as Handler, marked "own-watch".
+func (f *fakeServer) OwnWatchHandler() http.Handler {
+	h := f.Handler()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "own-watch ")
+		h.ServeHTTP(w, r)
+	})
+}
+
 func (f *fakeServer) Ready() <-chan struct{} { return f.ready }
 func (f *fakeServer) Done() <-chan struct{}  { return f.done }
 
