@@ -56,6 +56,7 @@ func startServer(t *testing.T, kubernetes bool) *rest.Config {
 		RBAC:         &authorization.Policy{},
 		Discovery:    fake.NewClientset().Discovery(),
 		Kubernetes:   kubernetes,
+		Serving:      builtin.ServingOf(cfg), // completed above
 	}
 	if kubernetes {
 		c.Loopback = loopback

@@ -80,6 +80,8 @@ type Config struct {
 	// derived from its Services, which the repair loop rebuilds, kept out
 	// of git (k8s.io/kubernetes' allocator takes a storage factory).
 	Ranges serverstorage.StorageFactory
+	// Serving is the server's configuration the handlers are built with.
+	Serving Serving
 }
 
 // storageProvider is the interface of k8s.io/kubernetes' REST storage
@@ -134,7 +136,8 @@ func GenericResourceConfig() *serverstorage.ResourceConfig {
 }
 
 // Install builds every built-in group's REST storage over optsGetter and
-// installs it into s, as kube-apiserver's InstallAPIs does.
+// installs it into s, as kube-apiserver's InstallAPIs does (but for the
+// type converter, installgroups.go).
 func Install(s *genericapiserver.GenericAPIServer, c Config, optsGetter generic.RESTOptionsGetter) error {
 	resources := c.ResourceConfig()
 	providers, err := c.providers()
@@ -153,24 +156,17 @@ func Install(s *genericapiserver.GenericAPIServer, c Config, optsGetter generic.
 		}
 		shareTablePrinters(&info)
 		if p.GroupName() == "" {
-			if err := s.InstallLegacyAPIGroup(genericapiserver.DefaultLegacyAPIPrefix, &info); err != nil {
+			if err := installGroups(s, c.Serving, genericapiserver.DefaultLegacyAPIPrefix, []*genericapiserver.APIGroupInfo{&info}); err != nil {
 				destroy(append(groups, &info))
 				return fmt.Errorf("core API: %w", err)
 			}
-			// The generic server keeps the group infos (to destroy their
-			// storage) and with them the OpenAPI models it built, which
-			// nothing reads once the group is installed.
-			info.StaticOpenAPISpec = nil
 			continue
 		}
 		groups = append(groups, &info)
 	}
-	if err := s.InstallAPIGroups(groups...); err != nil {
+	if err := installGroups(s, c.Serving, genericapiserver.APIGroupPrefix, groups); err != nil {
 		destroy(groups)
 		return fmt.Errorf("API groups: %w", err)
-	}
-	for _, g := range groups {
-		g.StaticOpenAPISpec = nil
 	}
 	if c.ReadOnly {
 		return nil

@@ -294,6 +294,7 @@ func (c Config) build() (*built, error) {
 	bc.Authorizer, bc.RuleResolver, bc.RBAC = gc.Authorization.Authorizer, gc.RuleResolver, policy
 	bc.Authenticator, bc.Discovery = reviews, kube.Discovery()
 	bc.ServiceAccountTokens, bc.APIAudiences = tokens, audiences
+	bc.Serving = builtin.ServingOf(&gc.Config) // completed by completed.New
 	err = builtin.Install(s, bc, gc.RESTOptionsGetter)
 	if err != nil {
 		s.Destroy()
