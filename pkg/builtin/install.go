@@ -13,6 +13,11 @@
 // groups (heaven-server has one front for every heaven), plus apps/v1
 // Deployments (what the syncer places on clusters). A kubernetes heaven
 // serves what kube-apiserver serves (kubernetes.go).
+//
+// One piece of assembly is written here rather than called: the groups are
+// installed as GenericAPIServer.InstallAPIGroups installs them, but with a
+// server-side apply type converter shared by the heavens that serve the
+// same types, which that method cannot take (installgroups.go).
 package builtin
 
 import (
