@@ -4,6 +4,8 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/heaven-dev/heaven/pkg/apigroups"
+
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -56,7 +58,7 @@ func startServer(t *testing.T, kubernetes bool) *rest.Config {
 		RBAC:         &authorization.Policy{},
 		Discovery:    fake.NewClientset().Discovery(),
 		Kubernetes:   kubernetes,
-		Serving:      builtin.ServingOf(cfg), // completed above
+		Serving:      apigroups.ServingOf(cfg), // completed above
 	}
 	if kubernetes {
 		c.Loopback = loopback

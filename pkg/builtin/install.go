@@ -14,15 +14,16 @@
 // Deployments (what the syncer places on clusters). A kubernetes heaven
 // serves what kube-apiserver serves (kubernetes.go).
 //
-// One piece of assembly is written here rather than called: the groups are
-// installed as GenericAPIServer.InstallAPIGroups installs them, but with a
-// server-side apply type converter shared by the heavens that serve the
-// same types, which that method cannot take (installgroups.go).
+// The groups are installed as GenericAPIServer.InstallAPIGroups installs
+// them, but with a server-side apply type converter shared by the heavens
+// that serve the same types, which that method cannot take (apigroups).
 package builtin
 
 import (
 	"fmt"
 	"time"
+
+	"github.com/heaven-dev/heaven/pkg/apigroups"
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -86,7 +87,7 @@ type Config struct {
 	// of git (k8s.io/kubernetes' allocator takes a storage factory).
 	Ranges serverstorage.StorageFactory
 	// Serving is the server's configuration the handlers are built with.
-	Serving Serving
+	Serving apigroups.Serving
 }
 
 // storageProvider is the interface of k8s.io/kubernetes' REST storage
@@ -142,7 +143,7 @@ func GenericResourceConfig() *serverstorage.ResourceConfig {
 
 // Install builds every built-in group's REST storage over optsGetter and
 // installs it into s, as kube-apiserver's InstallAPIs does (but for the
-// type converter, installgroups.go).
+// type converter, see apigroups).
 func Install(s *genericapiserver.GenericAPIServer, c Config, optsGetter generic.RESTOptionsGetter) error {
 	resources := c.ResourceConfig()
 	providers, err := c.providers()
@@ -161,7 +162,7 @@ func Install(s *genericapiserver.GenericAPIServer, c Config, optsGetter generic.
 		}
 		shareTablePrinters(&info)
 		if p.GroupName() == "" {
-			if err := installGroups(s, c.Serving, genericapiserver.DefaultLegacyAPIPrefix, []*genericapiserver.APIGroupInfo{&info}); err != nil {
+			if err := apigroups.Install(s, c.Serving, genericapiserver.DefaultLegacyAPIPrefix, []*genericapiserver.APIGroupInfo{&info}); err != nil {
 				destroy(append(groups, &info))
 				return fmt.Errorf("core API: %w", err)
 			}
@@ -169,7 +170,7 @@ func Install(s *genericapiserver.GenericAPIServer, c Config, optsGetter generic.
 		}
 		groups = append(groups, &info)
 	}
-	if err := installGroups(s, c.Serving, genericapiserver.APIGroupPrefix, groups); err != nil {
+	if err := apigroups.Install(s, c.Serving, genericapiserver.APIGroupPrefix, groups); err != nil {
 		destroy(groups)
 		return fmt.Errorf("API groups: %w", err)
 	}

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/heaven-dev/heaven/pkg/apigroups"
+
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -294,14 +296,14 @@ func (c Config) build() (*built, error) {
 	bc.Authorizer, bc.RuleResolver, bc.RBAC = gc.Authorization.Authorizer, gc.RuleResolver, policy
 	bc.Authenticator, bc.Discovery = reviews, kube.Discovery()
 	bc.ServiceAccountTokens, bc.APIAudiences = tokens, audiences
-	bc.Serving = builtin.ServingOf(&gc.Config) // completed by completed.New
+	bc.Serving = apigroups.ServingOf(&gc.Config) // completed by completed.New
 	err = builtin.Install(s, bc, gc.RESTOptionsGetter)
 	if err != nil {
 		s.Destroy()
 		return nil, fmt.Errorf("built-in types: %w", err)
 	}
 	if h := c.History; h != nil && !c.ReadOnly {
-		err := history.Install(s, history.Config{Heaven: c.Name, Repo: h.Repo, Authorizer: gc.Authorization.Authorizer, MayRead: h.MayRead})
+		err := history.Install(s, history.Config{Heaven: c.Name, Repo: h.Repo, Authorizer: gc.Authorization.Authorizer, MayRead: h.MayRead, Serving: bc.Serving})
 		if err != nil {
 			s.Destroy()
 			return nil, fmt.Errorf("history: %w", err)

@@ -11,6 +11,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/heaven-dev/heaven/pkg/apigroups"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -34,6 +36,8 @@ type Config struct {
 	// MayRead says whether the request's user may read another heaven's
 	// history (a Diff against it); nil: diffs stay within the heaven.
 	MayRead func(ctx context.Context, heaven string) error
+	// Serving is the server's configuration the handlers are built with.
+	Serving apigroups.Serving
 }
 
 // Scheme holds the history API's types: each registered for its version
@@ -83,14 +87,7 @@ func Install(s *genericapiserver.GenericAPIServer, c Config) error {
 		"restores": &restores{c},
 		"merges":   &merges{c},
 	}
-	if err := s.InstallAPIGroup(&info); err != nil {
-		return err
-	}
-	// The server keeps info (to destroy its storage) and with it the
-	// OpenAPI models it built, which nothing reads once the group is
-	// installed: about 0.1 MiB per running heaven.
-	info.StaticOpenAPISpec = nil
-	return nil
+	return apigroups.Install(s, c.Serving, genericapiserver.APIGroupPrefix, []*genericapiserver.APIGroupInfo{&info})
 }
 
 // branch opens the heaven's branch (it is open while the heaven runs).

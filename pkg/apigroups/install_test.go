@@ -1,4 +1,4 @@
-package builtin
+package apigroups
 
 import (
 	"testing"
@@ -13,6 +13,7 @@ import (
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	api "k8s.io/kubernetes/pkg/apis/core"
+	_ "k8s.io/kubernetes/pkg/apis/core/install" // the core types in legacyscheme
 	"k8s.io/kubernetes/pkg/generated/openapi"
 )
 
