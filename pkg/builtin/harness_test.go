@@ -4,8 +4,6 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/heaven-dev/heaven/pkg/apigroups"
-
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -23,6 +21,7 @@ import (
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	"k8s.io/kubernetes/pkg/generated/openapi"
 
+	"github.com/heaven-dev/heaven/pkg/apigroups"
 	"github.com/heaven-dev/heaven/pkg/authorization"
 	"github.com/heaven-dev/heaven/pkg/builtin"
 	"github.com/heaven-dev/heaven/pkg/heavenapi/storage"

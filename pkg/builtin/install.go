@@ -23,8 +23,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/heaven-dev/heaven/pkg/apigroups"
-
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
@@ -45,6 +43,7 @@ import (
 	eventsrest "k8s.io/kubernetes/pkg/registry/events/rest"
 	"k8s.io/kubernetes/pkg/serviceaccount"
 
+	"github.com/heaven-dev/heaven/pkg/apigroups"
 	"github.com/heaven-dev/heaven/pkg/authorization"
 )
 

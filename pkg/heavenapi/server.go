@@ -9,8 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/heaven-dev/heaven/pkg/apigroups"
-
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -27,6 +25,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
+	"github.com/heaven-dev/heaven/pkg/apigroups"
 	"github.com/heaven-dev/heaven/pkg/authorization"
 	builtin "github.com/heaven-dev/heaven/pkg/builtin"
 	"github.com/heaven-dev/heaven/pkg/controllers/namespace"

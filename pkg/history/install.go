@@ -11,8 +11,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/heaven-dev/heaven/pkg/apigroups"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -21,6 +19,7 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 
+	"github.com/heaven-dev/heaven/pkg/apigroups"
 	"github.com/heaven-dev/heaven/pkg/apis/history/v1alpha1"
 	"github.com/heaven-dev/heaven/pkg/gitstore"
 )
