@@ -96,7 +96,7 @@ func Install(s *genericapiserver.GenericAPIServer, c Serving, prefix string, gro
 	if prefix != genericapiserver.APIGroupPrefix {
 		root := discovery.NewLegacyRootAPIHandler(c.DiscoveryAddresses, s.Serializer, prefix)
 		wrapped := discoveryendpoint.WrapAggregatedDiscoveryToHandler(root, s.AggregatedLegacyDiscoveryGroupManager, s.AggregatedLegacyDiscoveryGroupManager)
-		s.Handler.GoRestfulContainer.Add(wrapped.GenerateWebService("/api", metav1.APIVersions{}))
+		s.Handler.GoRestfulContainer.Add(wrapped.GenerateWebService(prefix, metav1.APIVersions{}))
 	}
 	return nil
 }
@@ -224,7 +224,9 @@ func registerStorageReadiness(s *genericapiserver.GenericAPIServer, g *genericap
 }
 
 // typeConverters are the converters built so far, by the definitions
-// they were built from and the names of the types they convert.
+// they were built from and the names of the types they convert. None is
+// dropped: a process builds a handful (the core and the named groups of
+// each heaven type, the history group).
 var typeConverters = struct {
 	sync.Mutex
 	byTypes map[converterKey]managedfields.TypeConverter
