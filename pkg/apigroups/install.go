@@ -157,18 +157,21 @@ func installResources(s *genericapiserver.GenericAPIServer, c Serving, prefix st
 			Resources: discovered,
 		})
 	}
-	s.RegisterDestroyFunc(func() { destroyStorage(g) })
+	s.RegisterDestroyFunc(func() { Destroy(g) })
 	if s.FeatureGate.Enabled(features.StorageVersionAPI) && s.FeatureGate.Enabled(features.APIServerIdentity) {
 		s.StorageVersionManager.AddResourceInfo(infos...)
 	}
 	return nil
 }
 
-// destroyStorage destroys a group's stores when the server shuts down.
-func destroyStorage(g *genericapiserver.APIGroupInfo) {
-	for _, stores := range g.VersionedResourcesStorageMap {
-		for _, store := range stores {
-			store.Destroy()
+// Destroy destroys the groups' stores: what the server does when it shuts
+// down, and what a caller does with groups it failed to install.
+func Destroy(groups ...*genericapiserver.APIGroupInfo) {
+	for _, g := range groups {
+		for _, stores := range g.VersionedResourcesStorageMap {
+			for _, store := range stores {
+				store.Destroy()
+			}
 		}
 	}
 }

@@ -153,7 +153,7 @@ func Install(s *genericapiserver.GenericAPIServer, c Config, optsGetter generic.
 	for _, p := range providers {
 		info, err := p.NewRESTStorage(resources, optsGetter)
 		if err != nil {
-			destroy(groups)
+			apigroups.Destroy(groups...)
 			return fmt.Errorf("API group %q: %w", p.GroupName(), err)
 		}
 		if len(info.VersionedResourcesStorageMap) == 0 {
@@ -162,7 +162,7 @@ func Install(s *genericapiserver.GenericAPIServer, c Config, optsGetter generic.
 		shareTablePrinters(&info)
 		if p.GroupName() == "" {
 			if err := apigroups.Install(s, c.Serving, genericapiserver.DefaultLegacyAPIPrefix, []*genericapiserver.APIGroupInfo{&info}); err != nil {
-				destroy(append(groups, &info))
+				apigroups.Destroy(append(groups, &info)...)
 				return fmt.Errorf("core API: %w", err)
 			}
 			continue
@@ -170,7 +170,7 @@ func Install(s *genericapiserver.GenericAPIServer, c Config, optsGetter generic.
 		groups = append(groups, &info)
 	}
 	if err := apigroups.Install(s, c.Serving, genericapiserver.APIGroupPrefix, groups); err != nil {
-		destroy(groups)
+		apigroups.Destroy(groups...)
 		return fmt.Errorf("API groups: %w", err)
 	}
 	if c.ReadOnly {
@@ -202,17 +202,6 @@ func addHooks(s *genericapiserver.GenericAPIServer, c Config, providers []storag
 		return c.addKubernetesHooks(s)
 	}
 	return nil
-}
-
-// destroy releases the storage of groups built but not installed.
-func destroy(groups []*genericapiserver.APIGroupInfo) {
-	for _, g := range groups {
-		for _, stores := range g.VersionedResourcesStorageMap {
-			for _, store := range stores {
-				store.Destroy()
-			}
-		}
-	}
 }
 
 // servedVersions are the group versions a heaven serves: the stable ones of

@@ -132,7 +132,7 @@ func (c *Config) genericConfig(policy *authorization.Policy) (*genericapiserver.
 		return nil, nil, err
 	}
 	gc.ClientConfig = c.Loopback
-	gc.SharedInformerFactory = newInformerFactory(informers.NewSharedInformerFactory(kube, 0))
+	gc.SharedInformerFactory = informerFactory{informers.NewSharedInformerFactory(kube, 0)}
 	if err := applyAdmission(gc, kube, c.Kubernetes, c.builtin().ResourceConfig()); err != nil {
 		return nil, nil, fmt.Errorf("admission: %w", err)
 	}

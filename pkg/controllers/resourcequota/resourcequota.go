@@ -92,7 +92,9 @@ func start(ctx context.Context, kube kubernetes.Interface, meta metadata.Interfa
 		return fmt.Errorf("resource quota controller: %w", err)
 	}
 	typed.StartWithContext(ctx)
-	metaInformers.Start(ctx.Done()) // its interface has no StartWithContext; few quotas need it
+	// metadatainformer's interface lacks StartWithContext; its informers
+	// (quotas counting types without a typed informer) are rare.
+	metaInformers.Start(ctx.Done())
 	close(started)
 	go c.Run(ctx, workers)
 	go c.Sync(ctx, discover, discoveryPeriod)
