@@ -1,7 +1,8 @@
 // Command bench-server runs heaven-server in this process and measures it
 // end to end, through client-go over HTTPS, as a user of many heavens would.
 //
-// Three phases:
+// Four phases; when several run, each runs in a fresh bench-server process,
+// so that what one measures is not shaped by what another left in the heap:
 //
 //	load   for each storage backend (--storage=git, then --storage=etcd, each
 //	       on a fresh data directory, alternating which goes first), N heavens
@@ -37,6 +38,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
@@ -104,11 +106,11 @@ func main() {
 	flag.IntVar(&cfg.typeHeavens, "type-heavens", 50, "types phase: active heavens of each type (-cold-starts stopped ones of each type are timed)")
 	flag.IntVar(&cfg.parallel, "parallel", 8, "scale phase: heavens created concurrently")
 	flag.DurationVar(&cfg.shortIdle, "short-idle", 2*time.Second, "scale phase: idle timeout of the server that creates the heavens that end up stopped")
-	flag.StringVar(&cfg.phases, "phases", "load,rbac,scale,types", "phases to run, comma-separated (a phase not run reports 0 in RESULT)")
+	flag.StringVar(&cfg.phases, "phases", strings.Join(allPhases, ","), "phases to run, comma-separated, each in a process of its own when there are several (a phase not run reports 0 in RESULT)")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the data directories (their paths are printed)")
 	flag.BoolVar(&cfg.verbose, "verbose", false, "show heaven-server's log")
 	flag.StringVar(&cfg.cpuProfile, "cpuprofile", "", "load phase: write a CPU profile (go tool pprof) of the first write phase with git storage here")
-	flag.StringVar(&cfg.heapProfile, "heap-profile", "", "scale and types phases: write a heap profile (go tool pprof) here once the active heavens (of type kubernetes) run, and their goroutines to the same path + .goroutines")
+	flag.StringVar(&cfg.heapProfile, "heap-profile", "", "scale and types phases: write a heap profile (go tool pprof) here once the active heavens (of type kubernetes) run, and their goroutines to the same path + .goroutines; the scale phase also writes the heap before it starts them to path + .before")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "Usage: bench-server [flags]\n\n"+
 			"Runs heaven-server in this process and measures it through client-go:\n"+
@@ -127,49 +129,155 @@ func main() {
 		// results.
 		klog.SetLogger(logr.Discard())
 	}
-	phases := map[string]bool{}
+	var phases []string
 	for _, p := range strings.Split(cfg.phases, ",") {
-		phases[strings.TrimSpace(p)] = true
+		if p = strings.TrimSpace(p); p != "" && !slices.Contains(phases, p) {
+			phases = append(phases, p)
+		}
+	}
+	for _, p := range phases {
+		if !slices.Contains(allPhases, p) {
+			fmt.Fprintf(os.Stderr, "bench-server: unknown phase %q (phases: %s)\n", p, strings.Join(allPhases, ","))
+			os.Exit(2)
+		}
 	}
 
-	var res struct {
-		writeRatio, readRatio, activeMiB, rssGiB, coldP50 float64
-		rbacWriteRatio, rbacReadRatio                     float64
-		types                                             typesResult
-		heavens, active                                   int
+	res := results{}
+	for _, p := range phases {
+		var r results
+		var err error
+		if len(phases) == 1 {
+			r, err = runPhase(p, cfg)
+		} else {
+			r, err = runPhaseInChild(p)
+		}
+		if err != nil {
+			fail(err)
+		}
+		res.add(r)
 	}
-	if phases["load"] {
+	fmt.Println(res)
+}
+
+// allPhases are the phases in the order they run by default.
+var allPhases = []string{"load", "rbac", "scale", "types"}
+
+// runPhase runs one phase in this process.
+func runPhase(phase string, cfg config) (results, error) {
+	switch phase {
+	case "load":
 		w, r, err := loadPhase(cfg)
-		if err != nil {
-			fail(err)
-		}
-		res.writeRatio, res.readRatio = w, r
-	}
-	if phases["rbac"] {
+		return results{"write_ratio": w, "read_ratio": r}, err
+	case "rbac":
 		w, r, err := rbacPhase(cfg)
-		if err != nil {
-			fail(err)
-		}
-		res.rbacWriteRatio, res.rbacReadRatio = w, r
-	}
-	if phases["scale"] {
+		return results{"rbac_write_ratio": w, "rbac_read_ratio": r}, err
+	case "scale":
 		s, err := scalePhase(cfg)
-		if err != nil {
-			fail(err)
-		}
-		res.activeMiB, res.rssGiB, res.coldP50, res.heavens, res.active = s.activeMiB, s.rssGiB, s.coldP50, s.heavens, s.active
-	}
-	if phases["types"] {
+		return results{
+			"active_heaven_mib": s.activeMiB, "heavens": float64(s.heavens), "active": float64(s.active),
+			"rss_gib": s.rssGiB, "cold_start_ms_p50": s.coldP50,
+		}, err
+	case "types":
 		t, err := typesPhase(cfg)
-		if err != nil {
-			fail(err)
-		}
-		res.types = t
+		return results{
+			"generic_heaven_mib": t.genericMiB, "kubernetes_heaven_mib": t.kubernetesMiB,
+			"generic_cold_ms_p50": t.genericCold, "kubernetes_cold_ms_p50": t.kubernetesCold,
+		}, err
 	}
-	fmt.Printf("RESULT write_ratio=%.2f read_ratio=%.2f active_heaven_mib=%.2f heavens=%d active=%d rss_gib=%.2f cold_start_ms_p50=%.2f rbac_write_ratio=%.2f rbac_read_ratio=%.2f"+
-		" generic_heaven_mib=%.2f kubernetes_heaven_mib=%.2f generic_cold_ms_p50=%.2f kubernetes_cold_ms_p50=%.2f\n",
-		res.writeRatio, res.readRatio, res.activeMiB, res.heavens, res.active, res.rssGiB, res.coldP50, res.rbacWriteRatio, res.rbacReadRatio,
-		res.types.genericMiB, res.types.kubernetesMiB, res.types.genericCold, res.types.kubernetesCold)
+	return nil, fmt.Errorf("unknown phase %q", phase)
+}
+
+// runPhaseInChild runs one phase in a new bench-server process, with this
+// one's flags, and returns what its RESULT line says. Each phase gets a
+// fresh process because memory is measured: a heap that earlier phases
+// grew raises the collector's target, and more of the active heavens'
+// start-up garbage then lies between their live objects when the scale
+// phase measures (one run each: 4.29 MiB per active heaven after the load
+// and rbac phases, 3.43 alone).
+func runPhaseInChild(phase string) (results, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	// The last -phases wins.
+	cmd := exec.Command(self, append(os.Args[1:], "-phases="+phase)...)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	var res results
+	var perr error
+	lines := bufio.NewScanner(out)
+	for lines.Scan() {
+		line := lines.Text()
+		if rest, ok := strings.CutPrefix(line, "RESULT "); ok {
+			res, perr = parseResults(rest)
+			continue
+		}
+		fmt.Println(line)
+	}
+	if err := cmd.Wait(); err != nil {
+		return nil, fmt.Errorf("phase %s: %w", phase, err)
+	}
+	if perr != nil {
+		return nil, fmt.Errorf("phase %s: %w", phase, perr)
+	}
+	if res == nil {
+		return nil, fmt.Errorf("phase %s printed no RESULT line", phase)
+	}
+	return res, nil
+}
+
+// results are the RESULT line's values by name; a phase not run reports 0.
+type results map[string]float64
+
+// resultNames are the RESULT line's names, in order.
+var resultNames = []string{
+	"write_ratio", "read_ratio", "active_heaven_mib", "heavens", "active", "rss_gib", "cold_start_ms_p50",
+	"rbac_write_ratio", "rbac_read_ratio",
+	"generic_heaven_mib", "kubernetes_heaven_mib", "generic_cold_ms_p50", "kubernetes_cold_ms_p50",
+}
+
+// add takes the values that r measured (those not 0).
+func (res results) add(r results) {
+	for k, v := range r {
+		if v != 0 {
+			res[k] = v
+		}
+	}
+}
+
+func (res results) String() string {
+	var b strings.Builder
+	b.WriteString("RESULT")
+	for _, k := range resultNames {
+		if k == "heavens" || k == "active" {
+			fmt.Fprintf(&b, " %s=%d", k, int(res[k]))
+		} else {
+			fmt.Fprintf(&b, " %s=%.2f", k, res[k])
+		}
+	}
+	return b.String()
+}
+
+func parseResults(line string) (results, error) {
+	res := results{}
+	for _, f := range strings.Fields(line) {
+		k, v, ok := strings.Cut(f, "=")
+		if !ok {
+			return nil, fmt.Errorf("RESULT field %q is not name=value", f)
+		}
+		x, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return nil, fmt.Errorf("RESULT field %q: %w", f, err)
+		}
+		res[k] = x
+	}
+	return res, nil
 }
 
 func fail(err error) {
@@ -695,9 +803,15 @@ func scalePhase(cfg config) (scaleResult, error) {
 	defer bs.stop()
 	rssBefore := rss()
 	memBefore := memStats()
+	if cfg.heapProfile != "" {
+		if err := writeHeapProfile(cfg.heapProfile + ".before"); err != nil {
+			return res, err
+		}
+	}
 	base, _ := bs.activeHeavens()
 	goroutinesBefore := runtime.NumGoroutine()
-	fmt.Printf("rss_before_mib=%.1f active_heavens_metric=%d goroutines=%d\n", rssBefore/(1<<20), base, goroutinesBefore)
+	fmt.Printf("rss_before_mib=%.1f heap_mib=%.1f live_heap_mib=%.1f active_heavens_metric=%d goroutines=%d\n", rssBefore/(1<<20),
+		float64(memBefore.HeapInuse)/(1<<20), float64(memBefore.HeapAlloc)/(1<<20), base, goroutinesBefore)
 	began := time.Now()
 	n, errs := forEach(cfg.scaleActive, cfg.parallel, func(i int) error {
 		rc := bs.restConfig(activeName(i))
@@ -748,8 +862,9 @@ func scalePhase(cfg config) (scaleResult, error) {
 	perHeaven := func(after, before uint64) float64 {
 		return (float64(after) - float64(before)) / (1 << 20) / float64(max(n, 1))
 	}
-	fmt.Printf("per active heaven: heap_mib=%.2f stack_mib=%.2f other_runtime_mib=%.2f\n",
-		perHeaven(memAfter.HeapInuse, memBefore.HeapInuse), perHeaven(memAfter.StackInuse, memBefore.StackInuse),
+	fmt.Printf("per active heaven: heap_mib=%.2f live_heap_mib=%.2f stack_mib=%.2f other_runtime_mib=%.2f\n",
+		perHeaven(memAfter.HeapInuse, memBefore.HeapInuse), perHeaven(memAfter.HeapAlloc, memBefore.HeapAlloc),
+		perHeaven(memAfter.StackInuse, memBefore.StackInuse),
 		perHeaven(memAfter.Sys-memAfter.HeapSys-memAfter.StackSys, memBefore.Sys-memBefore.HeapSys-memBefore.StackSys))
 
 	// 3. Cold starts: the first request to heavens that exist but have not

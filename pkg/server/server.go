@@ -235,6 +235,7 @@ func (s *Server) FlushGit() error {
 // Run serves until ctx ends, then shuts down within the shutdown timeout.
 func (s *Server) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
+	applyGCPercent(logger, s.cfg.GCPercent)
 	tlsServer := &http.Server{
 		Handler: s.front,
 		TLSConfig: &tls.Config{
