@@ -45,22 +45,36 @@ type table struct {
 // apart badly costs comparisons, not memory.
 const maxPerKey = 16
 
-// share returns the value kept for key that is the same as v, else v
-// (keeping v).
-func (t *table) share(key string, v reflect.Value) reflect.Value {
+// share returns the value kept for key that is the same as v, else v,
+// which it keeps if the key has room. kept says whether the value returned
+// is in the table: one that is not is nobody else's, and a key made of its
+// identity would never be seen again.
+func (t *table) share(key string, v reflect.Value) (shared reflect.Value, kept bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.m == nil {
 		t.m = map[string][]reflect.Value{}
 	}
-	kept := t.m[key]
-	for _, k := range kept {
+	values := t.m[key]
+	for _, k := range values {
 		if t.exact || reflect.DeepEqual(k.Interface(), v.Interface()) {
-			return k
+			return k, true
 		}
 	}
-	if len(kept) < maxPerKey {
-		t.m[key] = append(kept, v)
+	if len(values) < maxPerKey {
+		t.m[key] = append(values, v)
+		return v, true
 	}
-	return v
+	return v, false
+}
+
+// len is the number of values kept.
+func (t *table) len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for _, values := range t.m {
+		n += len(values)
+	}
+	return n
 }

@@ -1,9 +1,11 @@
 package intern
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -209,5 +211,36 @@ func TestDropPathStacks(t *testing.T) {
 	m.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/c", nil))
 	if rec.Code != http.StatusTeapot {
 		t.Errorf("GET /c: %d", rec.Code)
+	}
+}
+
+// TestRoutesKeepTablesBounded starts "heavens" whose routes carry more
+// distinct parameters under one key than a key keeps: the tables must not
+// grow with each of them (they did: the routes' parameter lists were kept
+// by keys made of unshared parameters' addresses, new at every start).
+func TestRoutesKeepTablesBounded(t *testing.T) {
+	build := func() *restful.Container {
+		ws := new(restful.WebService).Path("/apis/example.com/v1")
+		for i := range maxPerKey + 4 {
+			ws.Route(ws.GET(fmt.Sprintf("/widgets%d", i)).To(func(*restful.Request, *restful.Response) {}).
+				Param(ws.QueryParameter("limit", "how many").DefaultValue(strconv.Itoa(i))))
+		}
+		c := restful.NewContainer()
+		c.Add(ws)
+		return c
+	}
+	sizes := func() []int { return []int{paths.len(), parameters.len(), docs.len(), responses.len(), metadata.len()} }
+	var first []int
+	for start := range 5 {
+		if err := Routes(build()); err != nil {
+			t.Fatalf("Routes: %v", err)
+		}
+		if start == 0 {
+			first = sizes()
+			continue
+		}
+		if got := sizes(); !reflect.DeepEqual(got, first) {
+			t.Fatalf("start %d: tables keep %v values (paths, parameters, docs, responses, metadata), %v after the first", start, got, first)
+		}
 	}
 }

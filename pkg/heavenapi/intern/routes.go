@@ -52,7 +52,8 @@ func Routes(c *restful.Container) error {
 	}
 	for _, p := range found {
 		// Keep the pointer, not the field that holds it.
-		p.field.Set(paths.share(p.key, reflect.ValueOf(p.field.Interface())))
+		shared, _ := paths.share(p.key, reflect.ValueOf(p.field.Interface()))
+		p.field.Set(shared)
 	}
 	for _, ws := range c.RegisteredWebServices() {
 		routes, _ := field(reflect.ValueOf(ws).Elem(), "routes") // checked above
@@ -99,13 +100,21 @@ func pathOf(v reflect.Value) (path, error) {
 func shareDocs(r *restful.Route) {
 	if len(r.ParameterDocs) > 0 {
 		var key strings.Builder
+		allKept := true
 		for i, p := range r.ParameterDocs {
 			d := p.Data()
-			r.ParameterDocs[i] = parameters.share(d.Name+"\n"+d.Description, reflect.ValueOf(p)).Interface().(*restful.Parameter)
-			key.WriteString(strconv.FormatUint(uint64(reflect.ValueOf(r.ParameterDocs[i]).Pointer()), 16))
+			shared, kept := parameters.share(strings.Join([]string{d.Name, strconv.Itoa(d.Kind), d.DataType, d.Description}, "\n"), reflect.ValueOf(p))
+			r.ParameterDocs[i], allKept = shared.Interface().(*restful.Parameter), allKept && kept
+			key.WriteString(strconv.FormatUint(uint64(shared.Pointer()), 16))
 			key.WriteByte(' ')
 		}
-		r.ParameterDocs = docs.share(key.String(), reflect.ValueOf(r.ParameterDocs)).Interface().([]*restful.Parameter)
+		// The list's key is its elements' identities: with one that is
+		// not kept, it would be new at every call and stay forever, with
+		// the list (every heaven start leaked its routes' parameters so).
+		if allKept {
+			shared, _ := docs.share(key.String(), reflect.ValueOf(r.ParameterDocs))
+			r.ParameterDocs = shared.Interface().([]*restful.Parameter)
+		}
 	}
 	if len(r.ResponseErrors) > 0 {
 		// In key order: equal maps must make equal keys.
@@ -114,13 +123,15 @@ func shareDocs(r *restful.Route) {
 			e := r.ResponseErrors[code]
 			fmt.Fprintf(&key, "%d %s %T\n", code, e.Message, e.Model)
 		}
-		r.ResponseErrors = responses.share(key.String(), reflect.ValueOf(r.ResponseErrors)).Interface().(map[int]restful.ResponseError)
+		shared, _ := responses.share(key.String(), reflect.ValueOf(r.ResponseErrors))
+		r.ResponseErrors = shared.Interface().(map[int]restful.ResponseError)
 	}
 	if len(r.Metadata) > 0 {
 		var key strings.Builder
 		for _, k := range slices.Sorted(maps.Keys(r.Metadata)) {
 			fmt.Fprintf(&key, "%s %v\n", k, r.Metadata[k])
 		}
-		r.Metadata = metadata.share(key.String(), reflect.ValueOf(r.Metadata)).Interface().(map[string]interface{})
+		shared, _ := metadata.share(key.String(), reflect.ValueOf(r.Metadata))
+		r.Metadata = shared.Interface().(map[string]interface{})
 	}
 }
