@@ -67,14 +67,3 @@ func (t *table) share(key string, v reflect.Value) (shared reflect.Value, kept b
 	}
 	return v, false
 }
-
-// len is the number of values kept.
-func (t *table) len() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	n := 0
-	for _, values := range t.m {
-		n += len(values)
-	}
-	return n
-}
