@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -25,21 +24,6 @@ import (
 
 	"github.com/heaven-dev/heaven/pkg/server"
 )
-
-// buildHeavenServer builds the heaven-server binary once per test run: the
-// pre-receive hook the server installs runs it.
-var buildHeavenServer = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "heaven-server-bin")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "heaven-server")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/heaven-dev/heaven/cmd/heaven-server").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("go build: %v: %s", err, out)
-	}
-	return bin, nil
-})
 
 // workClone is a clone of a heaven's branch that a person edits and pushes.
 type workClone struct {

@@ -5,7 +5,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,21 +12,6 @@ import (
 
 	"github.com/heaven-dev/heaven/test/e2e/framework"
 )
-
-// buildPlugin builds kubectl-heaven once per test run into a directory for
-// PATH, where kubectl finds its plugins.
-var buildPlugin = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "kubectl-heaven-bin")
-	if err != nil {
-		return "", err
-	}
-	out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "kubectl-heaven"), "github.com/heaven-dev/heaven/cmd/kubectl-heaven").CombinedOutput()
-	if err != nil {
-		return "", err
-	}
-	_ = out
-	return dir, nil
-})
 
 // TestKubectlHeavenPlugin drives `kubectl heaven` with the real kubectl
 // and the plugin on PATH.
