@@ -56,8 +56,9 @@ type Encoded struct {
 	z    []byte
 }
 
-// EncodeBlob names a file's content and compresses it as a pack stores
-// it; any goroutine may call it. The content must not change afterwards.
+// EncodeBlob names a file's content and encodes it as a pack stores it
+// (deflate); any goroutine may call it. The content must not change
+// afterwards.
 func EncodeBlob(data []byte) *Encoded {
 	return &Encoded{h: hashObject(plumbing.BlobObject, data), t: plumbing.BlobObject, data: data, z: deflate(data)}
 }

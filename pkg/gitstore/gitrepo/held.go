@@ -336,7 +336,7 @@ func mergeHeld(packs []*pack) encodedPack {
 	for _, p := range packs {
 		// Memory does not fail to read, and held packs were encoded
 		// here: an error is a bug.
-		if err := copyEntries(pw, p, at); err != nil {
+		if err := copyEntries(pw, p, at, nil); err != nil {
 			panic(fmt.Sprintf("gitrepo: merging held pack-%s: %v", p.sum, err))
 		}
 	}

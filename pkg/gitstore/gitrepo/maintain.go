@@ -149,7 +149,7 @@ func (r *Repo) mergePacks(packs []*pack) (*pack, error) {
 		return nil, err
 	}
 	for _, p := range packs {
-		if err := copyEntries(pf.packWriter, p, at); err != nil {
+		if err := copyEntries(pf.packWriter, p, at, recompress); err != nil {
 			pf.abort()
 			return nil, fmt.Errorf("merging pack-%s: %w", p.sum, err)
 		}
@@ -171,8 +171,8 @@ func unplaced(packs []*pack) map[plumbing.Hash]int64 {
 
 // copyEntries appends p's objects not yet written to pw, in p's order so
 // that OFS_DELTA bases come before their deltas, rewriting the distance
-// to the base.
-func copyEntries(pw *packWriter, p *pack, at map[plumbing.Hash]int64) error {
+// to the base; with a non-nil convert, each entry goes through it first.
+func copyEntries(pw *packWriter, p *pack, at map[plumbing.Hash]int64, convert func([]byte) ([]byte, error)) error {
 	moved := make(map[int64]int64, p.idx.n) // offset in p → in pw
 	for _, pos := range p.idx.byOffset {
 		h, off := p.idx.hash(int(pos)), p.idx.offset(int(pos))
@@ -187,6 +187,11 @@ func copyEntries(pw *packWriter, p *pack, at map[plumbing.Hash]int64) error {
 		if crc32.ChecksumIEEE(raw) != p.idx.crc(int(pos)) {
 			return fmt.Errorf("%w: crc mismatch for %s", errBadPack, h)
 		}
+		if convert != nil {
+			if raw, err = convert(raw); err != nil {
+				return fmt.Errorf("%w: %s: %v", errBadPack, h, err)
+			}
+		}
 		if raw, err = rebase(raw, off, pw.off, moved); err != nil {
 			return err
 		}
@@ -196,6 +201,38 @@ func copyEntries(pw *packWriter, p *pack, at map[plumbing.Hash]int64) error {
 		}
 	}
 	return nil
+}
+
+// recompress returns an entry whose zlib stream is stored (deflate stores
+// small objects in the commit's path) compressed, when that is smaller;
+// other entries as they are. Maintain's merges do it, off that path.
+func recompress(raw []byte) ([]byte, error) {
+	t, size, n, err := parseEntryHeader(raw)
+	if err != nil {
+		return nil, err
+	}
+	switch t {
+	case plumbing.OFSDeltaObject:
+		_, m, err := parseOfsDelta(raw[n:])
+		if err != nil {
+			return nil, err
+		}
+		n += m
+	case plumbing.REFDeltaObject:
+		n += hashLen
+	}
+	if n > len(raw) || !isStored(raw[n:]) {
+		return raw, nil
+	}
+	content, err := inflate(raw[n:], size)
+	if err != nil {
+		return nil, err
+	}
+	z := deflater.appendDeflated(nil, content)
+	if len(z) >= len(raw)-n {
+		return raw, nil
+	}
+	return append(raw[:n:n], z...), nil
 }
 
 // rebase rewrites an OFS_DELTA entry moving from off to newOff; other

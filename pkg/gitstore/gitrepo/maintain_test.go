@@ -2,9 +2,11 @@ package gitrepo
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -159,4 +161,95 @@ func TestMaintainAlongsideGitMaintenance(t *testing.T) {
 			require.NoError(t, err, "%s has its pack", e.Name())
 		}
 	}
+}
+
+// The commit's path stores small objects (deflate); a merge compresses
+// those that compression shrinks.
+func TestMaintainCompressesStoredEntries(t *testing.T) {
+	r := openTemp(t)
+	big := strings.Repeat(`{"kind": "ConfigMap", "data": {"key": "value"}}`+"\n", 40)
+	var commits []plumbing.Hash
+	for i := range maxPacks + 4 {
+		fs := files(3, fmt.Sprintf("c%d-", i))
+		fs[fmt.Sprintf("big%d.json", i)] = big + fmt.Sprint(i)
+		commits = append(commits, commitFiles(t, r, fs, "m\n"))
+	}
+	blob := hashObject(plumbing.BlobObject, []byte(big+"0"))
+	before := entryStream(t, r, blob)
+	require.True(t, isStored(before), "written stored")
+	require.NoError(t, r.Maintain())
+	require.Equal(t, 1, packCount(t, r))
+	after := entryStream(t, r, blob)
+	require.False(t, isStored(after), "compressed by the merge")
+	require.Less(t, len(after), len(before)/4)
+	for i, h := range commits {
+		require.Equal(t, big+fmt.Sprint(i), readFile(t, r, h, fmt.Sprintf("big%d.json", i)))
+	}
+	fsck(t, r.Dir())
+}
+
+// entryStream returns the zlib stream of h's pack entry.
+func entryStream(t *testing.T, r *Repo, h plumbing.Hash) []byte {
+	t.Helper()
+	p, off, ok := r.packs.Load().find(h)
+	require.True(t, ok, "%s in a pack", h)
+	raw, err := p.raw(off)
+	require.NoError(t, err)
+	_, _, n, err := parseEntryHeader(raw)
+	require.NoError(t, err)
+	return raw[n:]
+}
+
+func TestRecompress(t *testing.T) {
+	text := []byte(strings.Repeat("server.port=8080\nlog.level=info\n", 30))
+	random := make([]byte, 600)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range random {
+		random[i] = byte(rng.Uint32())
+	}
+	entry := func(t plumbing.ObjectType, data, z []byte) []byte {
+		raw := appendEntryHeader(nil, t, int64(len(data)))
+		if t == plumbing.OFSDeltaObject {
+			raw = appendOfsDelta(raw, 1234)
+		}
+		return append(raw, z...)
+	}
+	stored := func(b []byte) []byte { return storingDeflater.appendDeflated(nil, b) }
+	compressed := func(b []byte) []byte { return deflater.appendDeflated(nil, b) }
+	for _, tc := range []struct {
+		name      string
+		raw       []byte
+		data      []byte
+		unchanged bool
+	}{
+		{"stored blob compresses", entry(plumbing.BlobObject, text, stored(text)), text, false},
+		{"stored delta compresses, its base distance kept", entry(plumbing.OFSDeltaObject, text, stored(text)), text, false},
+		{"compressed blob is left", entry(plumbing.BlobObject, text, compressed(text)), text, true},
+		{"incompressible stored blob is left", entry(plumbing.BlobObject, random, stored(random)), random, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := recompress(tc.raw)
+			require.NoError(t, err)
+			if tc.unchanged {
+				require.Equal(t, tc.raw, got)
+				return
+			}
+			require.Less(t, len(got), len(tc.raw))
+			typ, size, n, err := parseEntryHeader(got)
+			require.NoError(t, err)
+			require.Equal(t, int64(len(tc.data)), size)
+			if typ == plumbing.OFSDeltaObject {
+				dist, m, err := parseOfsDelta(got[n:])
+				require.NoError(t, err)
+				require.Equal(t, int64(1234), dist)
+				n += m
+			}
+			require.False(t, isStored(got[n:]))
+			content, err := inflate(got[n:], size)
+			require.NoError(t, err)
+			require.Equal(t, tc.data, content)
+		})
+	}
+	_, err := recompress([]byte{0x80})
+	require.Error(t, err, "a truncated header")
 }

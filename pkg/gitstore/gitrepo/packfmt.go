@@ -24,6 +24,13 @@ var errBadPack = errors.New("gitrepo: malformed pack")
 // compress poorly and slowly, mostly out of the pack.
 var deflater = &deflaterPool{level: zlib.BestSpeed}
 
+// storingDeflater writes zlib streams of stored (uncompressed) blocks.
+var storingDeflater = &deflaterPool{level: zlib.NoCompression}
+
+// isStored reports whether a zlib stream starts with a stored block
+// (after the 2-byte header, a block's type is bits 1-2 of its first byte).
+func isStored(z []byte) bool { return len(z) > 2 && z[2]>>1&3 == 0 }
+
 // appendEntryHeader appends an entry's type and inflated size.
 func appendEntryHeader(dst []byte, t plumbing.ObjectType, size int64) []byte {
 	c := byte(t)<<4 | byte(size&0x0f)
