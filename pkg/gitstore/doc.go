@@ -32,11 +32,13 @@
 // in order against the latest state, builds one commit for the batch (more
 // when a key repeats) and commits it through gitrepo.Repo.Commit, whose one
 // fdatasync of a journal makes objects and ref durable together. The
-// per-value work (indenting JSON, hashing and compressing the blob) is done
-// by the callers' goroutines before a request is queued, so the writer only
-// assembles; each directory's tree names its previous version, so that
-// gitrepo may store it as a delta. A group commit waits briefly (at most
-// half the last commit's time, 2 ms) for the writers the last one answered,
+// per-value work (indenting JSON, hashing and encoding the blob; gitrepo
+// stores small objects uncompressed and compresses them when it merges
+// packs) is done by the callers' goroutines before a request is queued, so
+// the writer only assembles; each directory's tree names its previous
+// version, so that gitrepo may store it as a delta. A group commit waits
+// briefly (at most a commit and a half, 3 ms) for the writers the last one
+// answered,
 // so that clients writing in a loop share one commit instead of taking
 // turns in two. Only then
 // does the committed revision move: readers and watchers never see a write
