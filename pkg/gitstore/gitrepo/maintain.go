@@ -189,7 +189,7 @@ func copyEntries(pw *packWriter, p *pack, at map[plumbing.Hash]int64, convert fu
 		}
 		if convert != nil {
 			if raw, err = convert(raw); err != nil {
-				return fmt.Errorf("%w: %s: %v", errBadPack, h, err)
+				return fmt.Errorf("%s: %w", h, err)
 			}
 		}
 		if raw, err = rebase(raw, off, pw.off, moved); err != nil {
