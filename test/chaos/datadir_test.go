@@ -19,7 +19,7 @@ func TestSecondServerOnTheSameDataDir(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	began := time.Now()
-	out, err := exec.CommandContext(ctx, serverBin, "--data-dir", srv.dataDir, "--secure-port", "0").CombinedOutput()
+	out, err := exec.CommandContext(ctx, serverBin(), "--data-dir", srv.dataDir, "--secure-port", "0").CombinedOutput()
 	require.Error(t, err)
 	require.NoError(t, ctx.Err(), "the second server exits by itself")
 	require.Contains(t, string(out), "is in use by another heaven-server (pid "+strconv.Itoa(srv.pid())+")")

@@ -18,30 +18,19 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/heaven-dev/heaven/test/e2e/framework"
 )
 
-// serverBin is the heaven-server binary built once by TestMain.
-var serverBin string
-
 func TestMain(m *testing.M) {
-	os.Exit(buildAndRun(m))
+	os.Exit(framework.RunWithBuilds(m, "heaven-server"))
 }
 
-func buildAndRun(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "heaven-chaos-bin")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	serverBin = filepath.Join(dir, "heaven-server")
-	build := exec.Command("go", "build", "-o", serverBin, "github.com/heaven-dev/heaven/cmd/heaven-server")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintf(os.Stderr, "building heaven-server: %v\n", err)
-		return 1
-	}
-	return m.Run()
+// serverBin returns the heaven-server binary TestMain built (a failed
+// build ended the run before any test).
+func serverBin() string {
+	bin, _ := framework.Build("heaven-server")
+	return bin
 }
 
 // server is heaven-server as a subprocess, on one port across restarts.
@@ -92,7 +81,7 @@ func (s *server) start(t *testing.T) {
 		t.Fatal(err)
 	}
 	fmt.Fprintf(logf, "---- start %s\n", time.Now().Format(time.RFC3339Nano))
-	s.cmd = exec.Command(serverBin, "--data-dir", s.dataDir, "--secure-port", strconv.Itoa(s.port),
+	s.cmd = exec.Command(serverBin(), "--data-dir", s.dataDir, "--secure-port", strconv.Itoa(s.port),
 		"--idle-timeout", "1h", "--cluster-controller=false")
 	s.cmd.Stdout, s.cmd.Stderr = logf, logf
 	if err := s.cmd.Start(); err != nil {

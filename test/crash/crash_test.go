@@ -28,6 +28,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/heaven-dev/heaven/test/e2e/framework"
 )
 
 const (
@@ -49,28 +51,15 @@ const (
 	roundTimeout   = 60 * time.Second
 )
 
-// serverBin is the heaven-server binary built once by TestMain.
-var serverBin string
-
 func TestMain(m *testing.M) {
-	os.Exit(buildAndRun(m))
+	os.Exit(framework.RunWithBuilds(m, "heaven-server"))
 }
 
-func buildAndRun(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "heaven-crash-bin")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	serverBin = filepath.Join(dir, "heaven-server")
-	build := exec.Command("go", "build", "-o", serverBin, "github.com/heaven-dev/heaven/cmd/heaven-server")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintf(os.Stderr, "building heaven-server: %v\n", err)
-		return 1
-	}
-	return m.Run()
+// serverBin returns the heaven-server binary TestMain built (a failed
+// build ended the run before any test).
+func serverBin() string {
+	bin, _ := framework.Build("heaven-server")
+	return bin
 }
 
 func TestAcknowledgedWritesSurviveKill9(t *testing.T) {
@@ -185,7 +174,7 @@ func (s *server) start(t *testing.T) {
 		t.Fatal(err)
 	}
 	fmt.Fprintf(logf, "---- start %s\n", time.Now().Format(time.RFC3339Nano))
-	s.cmd = exec.Command(serverBin, "store", "--data-dir", s.dataDir, "--listen-client-urls", s.endpoint())
+	s.cmd = exec.Command(serverBin(), "store", "--data-dir", s.dataDir, "--listen-client-urls", s.endpoint())
 	s.cmd.Stdout, s.cmd.Stderr = logf, logf
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
